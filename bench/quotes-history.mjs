@@ -1,0 +1,54 @@
+// p50/p95 of "1 year of daily history for 10 coins" through the whole app (auth, usage write,
+// store read, resampling, FX conversion, JSON). The clock moves one minute per request, so every
+// request is a new market snapshot and misses the response cache; a second run shows cache hits.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FakeClock } from '../packages/testkit/src/clock.js';
+import { buildApp } from '../services/quotes/src/app.js';
+import { defaultPlansFile, loadPlans } from '../services/quotes/src/accounts/plans.js';
+import { createLogger } from '../services/quotes/src/logger.js';
+import { SimulatedFx } from '../services/quotes/src/market/simulated-fx.js';
+import { SimulatedMarket } from '../services/quotes/src/market/simulated-market.js';
+import { packageRoot } from '../services/quotes/src/package-root.js';
+import { loadSettings } from '../services/quotes/src/settings.js';
+import { openSqliteStore } from '../services/quotes/src/store/sqlite-store.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'quotes-hist-'));
+const clock = new FakeClock(Date.now());
+const store = openSqliteStore(join(dir, 'q.sqlite'));
+await store.migrate();
+const settings = loadSettings({ QUOTES_DATA_DIR: dir, QUOTES_LOG_LEVEL: 'warn' });
+const app = await buildApp(settings, {
+  store,
+  market: new SimulatedMarket({ seed: 42, clock }),
+  fx: new SimulatedFx({ seed: 42, clock }),
+  plans: loadPlans(defaultPlansFile(packageRoot())),
+  clock,
+  logger: createLogger('warn'),
+  random: randomBytes,
+});
+const { token } = await app.quotes.accounts.createToken('bench', 'pro');
+const url = '/api/v2/crypto?coin=BTC,ETH,SOL,XRP,BNB,ADA,DOGE,TRX,LINK,AVAX&range=1y&interval=1d&currency=BRL';
+const one = async () => {
+  const t0 = performance.now();
+  const res = await app.inject({ url, headers: { authorization: `Bearer ${token}` } });
+  const ms = performance.now() - t0;
+  if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}: ${res.body}`);
+  return ms;
+};
+const first = await one();
+const pct = (xs, p) => xs.slice().sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))];
+const miss = [];
+for (let i = 0; i < 200; i++) {
+  clock.advance(61_000);
+  miss.push(await one());
+}
+const hit = [];
+for (let i = 0; i < 200; i++) hit.push(await one());
+console.log(`history 1y/1d x10 coins: first request (fills the store) ${first.toFixed(1)} ms`);
+console.log(`history 1y/1d x10 coins, response-cache miss (new snapshot every request): p50 ${pct(miss, 50).toFixed(2)} ms  p95 ${pct(miss, 95).toFixed(2)} ms  (target p50 < 20 ms)`);
+console.log(`history 1y/1d x10 coins, response-cache hit: p50 ${pct(hit, 50).toFixed(2)} ms  p95 ${pct(hit, 95).toFixed(2)} ms`);
+await app.close();
+await store.close();

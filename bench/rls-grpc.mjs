@@ -1,0 +1,111 @@
+// gRPC load comparison for ShouldRateLimit (run through bench/rls-grpc.sh). Every server gets the
+// same gRPC-framed RateLimitRequest from h2load at -c10 -m10 and the figures are printed side by side:
+//   ours/redis        the service, BACKEND_TYPE=redis, a rule whose limit is never hit (every request
+//                     does INCRBY+EXPIRE on Redis)
+//   ours/local-cache  the service, a rule with requests_per_unit 0 and LocalCacheSizeInBytes set:
+//                     over-limit answers come from the local cache without Redis
+//   ours/memory       the service on the embedded store
+//   lean no-op        our gRPC server with a constant answer (ceiling of our stack)
+//   ... (node h2)     the same three/one on GRPC_TRANSPORT=node (node:http2 instead of our HTTP/2)
+//   grpc-js no-op     @grpc/grpc-js with a constant answer (ceiling of grpc-js)
+//   grpc-js + rlf     @grpc/grpc-js + protobufjs + rate-limiter-flexible on ioredis
+// Environment: DURATION (s, default 10), CLIENTS (10), STREAMS (10), ONLY (comma list of names).
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { encodeRateLimitRequest } from '../packages/rls-proto/dist/src/index.js';
+import { cpuMs, fmt, freePort, grpcFrame, h2loadGrpc, repoRoot, start, startRedis, table, tmp, waitPort } from './lib/harness.mjs';
+
+const DURATION = Number(process.env.DURATION ?? 10);
+const CLIENTS = Number(process.env.CLIENTS ?? 10);
+const STREAMS = Number(process.env.STREAMS ?? 10);
+const ONLY = process.env.ONLY?.split(',');
+const PATH = '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit';
+
+function rulesDir() {
+  const root = tmp('bench-rules-');
+  const dir = join(root, 'current', 'rl', 'config');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, 'bench.yaml'),
+    `domain: bench
+descriptors:
+  - key: client
+    rate_limit: { unit: hour, requests_per_unit: 4000000000 }
+  - key: blocked
+    rate_limit: { unit: hour, requests_per_unit: 0 }
+`,
+  );
+  return { RUNTIME_ROOT: join(root, 'current'), RUNTIME_SUBDIRECTORY: 'rl', RUNTIME_APPDIRECTORY: 'config' };
+}
+
+function body(key) {
+  return grpcFrame(encodeRateLimitRequest({ domain: 'bench', descriptors: [{ entries: [{ key, value: 'c1' }] }], hitsAddend: 0 }));
+}
+
+const redis = await startRedis();
+const rules = rulesDir();
+
+async function ours(name, key, extraEnv) {
+  const port = await freePort();
+  const httpPort = await freePort();
+  const s = start(process.execPath, [`${repoRoot}services/ratelimit/bin/ratelimit.js`], {
+    ...rules,
+    GRPC_HOST: '127.0.0.1', GRPC_PORT: String(port), HOST: '127.0.0.1', PORT: String(httpPort),
+    BACKEND_TYPE: 'redis', KVSTORE_SOCKET_TYPE: 'tcp', KVSTORE_URL: redis.url,
+    LOG_LEVEL: 'error', USE_STATS_PUSH: 'false', WORKERS: '1', ...extraEnv,
+  });
+  await waitPort(port, name);
+  return { name, port, body: body(key), pids: [s.pid], extraPids: [redis.pid], stop: s.stop };
+}
+
+async function external(name, script, args) {
+  const port = await freePort();
+  const s = start(process.execPath, [`${repoRoot}bench/servers/${script}`, String(port), ...args]);
+  await waitPort(port, name);
+  return { name, port, body: body('client'), pids: [s.pid], extraPids: [redis.pid], stop: s.stop };
+}
+
+const scenarios = [
+  ['ours/redis', () => ours('ours/redis', 'client', { GRPC_TRANSPORT: 'lean' })],
+  ['ours/local-cache', () => ours('ours/local-cache', 'blocked', { LocalCacheSizeInBytes: '1048576', GRPC_TRANSPORT: 'lean' })],
+  ['ours/memory', () => ours('ours/memory', 'client', { BACKEND_TYPE: 'memory', GRPC_TRANSPORT: 'lean' })],
+  ['lean no-op', () => external('lean no-op', 'lean-noop.mjs', ['lean'])],
+  ['ours/redis (node h2)', () => ours('ours/redis (node h2)', 'client', { GRPC_TRANSPORT: 'node' })],
+  ['ours/local-cache (node h2)', () => ours('ours/local-cache (node h2)', 'blocked', { LocalCacheSizeInBytes: '1048576', GRPC_TRANSPORT: 'node' })],
+  ['ours/memory (node h2)', () => ours('ours/memory (node h2)', 'client', { BACKEND_TYPE: 'memory', GRPC_TRANSPORT: 'node' })],
+  ['lean no-op (node h2)', () => external('lean no-op (node h2)', 'lean-noop.mjs', ['node'])],
+  ['grpc-js no-op', () => external('grpc-js no-op', 'grpcjs-noop.mjs', [])],
+  ['grpc-js + rlf', () => external('grpc-js + rlf', 'grpcjs-rlf.mjs', [redis.url])],
+];
+
+const results = [];
+for (const [name, make] of scenarios) {
+  if (ONLY && !ONLY.includes(name)) continue;
+  const srv = await make();
+  const redisCpu0 = cpuMs(redis.pid);
+  const r = await h2loadGrpc({ port: srv.port, path: PATH, body: srv.body, clients: CLIENTS, streams: STREAMS, durationS: DURATION, serverPids: srv.pids });
+  const redisCpu = cpuMs(redis.pid) - redisCpu0;
+  results.push({ name, ...r, redisUsPerReq: (redisCpu * 1000) / Math.max(1, r.requests) });
+  await srv.stop();
+}
+await redis.stop();
+
+console.log(`\nShouldRateLimit over gRPC, h2load -c${CLIENTS} -m${STREAMS}, ${DURATION}s per server (after a 2 s warm-up), 1 descriptor\n`);
+table(results, [
+  { title: 'server', get: (r) => r.name },
+  { title: 'req/s', get: (r) => fmt(r.rps) },
+  { title: 'p50 ms', get: (r) => fmt(r.p50, 2) },
+  { title: 'p99 ms', get: (r) => fmt(r.p99, 2) },
+  { title: 'server CPU µs/req', get: (r) => fmt(r.cpuUsPerReq, 1) },
+  { title: 'redis CPU µs/req', get: (r) => fmt(r.redisUsPerReq, 1) },
+  { title: 'failed', get: (r) => r.failed },
+]);
+const by = Object.fromEntries(results.map((r) => [r.name, r]));
+const ratio = (a, b) => (by[a] && by[b] ? fmt(by[a].rps / by[b].rps, 2) + '×' : '-');
+console.log('');
+console.log(`ours/redis vs grpc-js + rlf:        ${ratio('ours/redis', 'grpc-js + rlf')}  (target ≥ 1.5×)`);
+console.log(`ours/redis vs grpc-js no-op:        ${ratio('ours/redis', 'grpc-js no-op')}  (target ≥ 0.70×)`);
+console.log(`ours/local-cache vs ours/redis:     ${ratio('ours/local-cache', 'ours/redis')}  (target ≥ 2×)`);
+console.log(`ours/redis vs lean no-op:           ${ratio('ours/redis', 'lean no-op')}`);
+console.log(`lean vs node:http2 transport, no-op: ${ratio('lean no-op', 'lean no-op (node h2)')}`);
+console.log(`lean vs node:http2 transport, redis: ${ratio('ours/redis', 'ours/redis (node h2)')}`);

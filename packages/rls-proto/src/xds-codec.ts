@@ -1,0 +1,309 @@
+// xDS wire types for the ADS State-of-the-World exchange that carries rate limit rules:
+// DiscoveryRequest / DiscoveryResponse (envoy.service.discovery.v3), google.protobuf.Any and
+// ratelimit.config.ratelimit.v3.RateLimitConfig. These messages are not on the request hot path,
+// so they are coded with protobufjs from this package's .proto files instead of by hand.
+// google.protobuf.Struct fields are converted to plain JSON values at the edge.
+import protobuf from 'protobufjs';
+import { PROTO_DIR, PROTO_FILES } from './proto-files.js';
+import type { JsonValue } from './rls-messages.js';
+
+export const RATE_LIMIT_CONFIG_TYPE_URL = 'type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitConfig';
+export const ADS_SERVICE_NAME = 'envoy.service.discovery.v3.AggregatedDiscoveryService';
+export const ADS_STREAM_PATH = `/${ADS_SERVICE_NAME}/StreamAggregatedResources`;
+
+export type JsonObject = { [k: string]: JsonValue };
+
+export interface XdsNodeMsg {
+  id: string;
+  cluster?: string | undefined;
+  metadata?: JsonObject | undefined;
+}
+
+export interface RpcStatusMsg {
+  code: number;
+  message: string;
+}
+
+export interface DiscoveryRequestMsg {
+  versionInfo: string;
+  node?: XdsNodeMsg | undefined;
+  resourceNames: string[];
+  typeUrl: string;
+  responseNonce: string;
+  errorDetail?: RpcStatusMsg | undefined;
+}
+
+export interface AnyMsg {
+  typeUrl: string;
+  value: Uint8Array;
+}
+
+export interface DiscoveryResponseMsg {
+  versionInfo: string;
+  resources: AnyMsg[];
+  typeUrl: string;
+  nonce: string;
+}
+
+/** Unit names of `ratelimit.config.ratelimit.v3.RateLimitUnit` (unknown numbers come back as numbers' text). */
+export type RateLimitConfigUnit = 'UNKNOWN' | 'SECOND' | 'MINUTE' | 'HOUR' | 'DAY' | 'WEEK' | 'MONTH' | 'YEAR';
+
+export interface RateLimitPolicyMsg {
+  /** A RateLimitConfigUnit name; a number outside the enum arrives as its decimal text. */
+  unit: string;
+  requestsPerUnit: number;
+  unlimited: boolean;
+  name: string;
+  replaces: { name: string }[];
+}
+
+export interface RateLimitConfigDescriptorMsg {
+  key: string;
+  value: string;
+  rateLimit?: RateLimitPolicyMsg | undefined;
+  descriptors: RateLimitConfigDescriptorMsg[];
+  shadowMode: boolean;
+  detailedMetric: boolean;
+  quotaMode: boolean;
+  metadata?: JsonObject | undefined;
+}
+
+export interface RateLimitConfigMsg {
+  name: string;
+  domain: string;
+  descriptors: RateLimitConfigDescriptorMsg[];
+}
+
+interface Types {
+  request: protobuf.Type;
+  response: protobuf.Type;
+  config: protobuf.Type;
+  unitEnum: protobuf.Enum;
+}
+
+let types: Types | undefined;
+
+function load(): Types {
+  if (types !== undefined) return types;
+  const root = new protobuf.Root();
+  // google/protobuf/* come from protobufjs's bundled well-known types.
+  root.resolvePath = (_origin: string, target: string): string => (target.startsWith('google/protobuf/') ? target : `${PROTO_DIR}${target}`);
+  root.loadSync([PROTO_FILES.discovery, PROTO_FILES.rlsConfig], { keepCase: true });
+  root.resolveAll();
+  types = {
+    request: root.lookupType('envoy.service.discovery.v3.DiscoveryRequest'),
+    response: root.lookupType('envoy.service.discovery.v3.DiscoveryResponse'),
+    config: root.lookupType('ratelimit.config.ratelimit.v3.RateLimitConfig'),
+    unitEnum: root.lookupEnum('ratelimit.config.ratelimit.v3.RateLimitUnit'),
+  };
+  return types;
+}
+
+// ---- google.protobuf.Struct <-> JSON ----------------------------------------------------------
+
+interface PbValue {
+  nullValue?: number;
+  numberValue?: number;
+  stringValue?: string;
+  boolValue?: boolean;
+  structValue?: PbStruct;
+  listValue?: { values?: PbValue[] };
+}
+interface PbStruct {
+  fields?: { [k: string]: PbValue };
+}
+
+function toPbValue(v: JsonValue): PbValue {
+  if (v === null) return { nullValue: 0 };
+  if (typeof v === 'number') return { numberValue: v };
+  if (typeof v === 'string') return { stringValue: v };
+  if (typeof v === 'boolean') return { boolValue: v };
+  if (Array.isArray(v)) return { listValue: { values: v.map(toPbValue) } };
+  return { structValue: toPbStruct(v) };
+}
+
+function toPbStruct(obj: JsonObject): PbStruct {
+  const fields: { [k: string]: PbValue } = {};
+  for (const [k, v] of Object.entries(obj)) fields[k] = toPbValue(v);
+  return { fields };
+}
+
+function fromPbValue(v: PbValue): JsonValue {
+  if (v.numberValue !== undefined) return v.numberValue;
+  if (v.stringValue !== undefined) return v.stringValue;
+  if (v.boolValue !== undefined) return v.boolValue;
+  if (v.structValue !== undefined) return fromPbStruct(v.structValue);
+  if (v.listValue !== undefined) return (v.listValue.values ?? []).map(fromPbValue);
+  return null;
+}
+
+function fromPbStruct(s: PbStruct): JsonObject {
+  const out: JsonObject = {};
+  for (const [k, v] of Object.entries(s.fields ?? {})) out[k] = fromPbValue(v);
+  return out;
+}
+
+// ---- DiscoveryRequest ---------------------------------------------------------------------------
+
+interface PbRequest {
+  version_info?: string;
+  node?: { id?: string; cluster?: string; metadata?: PbStruct };
+  resource_names?: string[];
+  type_url?: string;
+  response_nonce?: string;
+  error_detail?: { code?: number; message?: string };
+}
+
+export function encodeDiscoveryRequest(msg: DiscoveryRequestMsg): Buffer {
+  const t = load();
+  const pb: PbRequest = {
+    version_info: msg.versionInfo,
+    resource_names: msg.resourceNames,
+    type_url: msg.typeUrl,
+    response_nonce: msg.responseNonce,
+  };
+  if (msg.node !== undefined) {
+    pb.node = { id: msg.node.id };
+    if (msg.node.cluster !== undefined) pb.node.cluster = msg.node.cluster;
+    if (msg.node.metadata !== undefined) pb.node.metadata = toPbStruct(msg.node.metadata);
+  }
+  if (msg.errorDetail !== undefined) pb.error_detail = { code: msg.errorDetail.code, message: msg.errorDetail.message };
+  return Buffer.from(t.request.encode(t.request.fromObject(pb)).finish());
+}
+
+export function decodeDiscoveryRequest(bytes: Uint8Array): DiscoveryRequestMsg {
+  const t = load();
+  const pb = t.request.toObject(t.request.decode(bytes), { defaults: true, arrays: true, longs: Number }) as PbRequest;
+  const out: DiscoveryRequestMsg = {
+    versionInfo: pb.version_info ?? '',
+    resourceNames: pb.resource_names ?? [],
+    typeUrl: pb.type_url ?? '',
+    responseNonce: pb.response_nonce ?? '',
+  };
+  if (pb.node !== undefined && pb.node !== null) {
+    out.node = { id: pb.node.id ?? '', cluster: pb.node.cluster ?? '' };
+    if (pb.node.metadata !== undefined && pb.node.metadata !== null) out.node.metadata = fromPbStruct(pb.node.metadata);
+  }
+  if (pb.error_detail !== undefined && pb.error_detail !== null) {
+    out.errorDetail = { code: pb.error_detail.code ?? 0, message: pb.error_detail.message ?? '' };
+  }
+  return out;
+}
+
+// ---- DiscoveryResponse --------------------------------------------------------------------------
+
+interface PbResponse {
+  version_info?: string;
+  resources?: { type_url?: string; value?: Uint8Array }[];
+  type_url?: string;
+  nonce?: string;
+}
+
+export function encodeDiscoveryResponse(msg: DiscoveryResponseMsg): Buffer {
+  const t = load();
+  const pb: PbResponse = {
+    version_info: msg.versionInfo,
+    resources: msg.resources.map((r) => ({ type_url: r.typeUrl, value: r.value })),
+    type_url: msg.typeUrl,
+    nonce: msg.nonce,
+  };
+  return Buffer.from(t.response.encode(t.response.fromObject(pb)).finish());
+}
+
+export function decodeDiscoveryResponse(bytes: Uint8Array): DiscoveryResponseMsg {
+  const t = load();
+  // Any is kept as raw bytes (no json conversion of well-known types).
+  const pb = t.response.toObject(t.response.decode(bytes), { defaults: true, arrays: true, bytes: Buffer }) as PbResponse;
+  return {
+    versionInfo: pb.version_info ?? '',
+    resources: (pb.resources ?? []).map((r) => ({ typeUrl: r.type_url ?? '', value: r.value ?? new Uint8Array(0) })),
+    typeUrl: pb.type_url ?? '',
+    nonce: pb.nonce ?? '',
+  };
+}
+
+// ---- RateLimitConfig ----------------------------------------------------------------------------
+
+interface PbPolicy {
+  unit?: string | number;
+  requests_per_unit?: number;
+  unlimited?: boolean;
+  name?: string;
+  replaces?: { name?: string }[];
+}
+interface PbDescriptor {
+  key?: string;
+  value?: string;
+  rate_limit?: PbPolicy | null;
+  descriptors?: PbDescriptor[];
+  shadow_mode?: boolean;
+  detailed_metric?: boolean;
+  quota_mode?: boolean;
+  metadata?: PbStruct | null;
+}
+interface PbConfig {
+  name?: string;
+  domain?: string;
+  descriptors?: PbDescriptor[];
+}
+
+function descriptorToPb(d: RateLimitConfigDescriptorMsg, unitEnum: protobuf.Enum): PbDescriptor {
+  const pb: PbDescriptor = {
+    key: d.key,
+    value: d.value,
+    descriptors: d.descriptors.map((c) => descriptorToPb(c, unitEnum)),
+    shadow_mode: d.shadowMode,
+    detailed_metric: d.detailedMetric,
+    quota_mode: d.quotaMode,
+  };
+  if (d.rateLimit !== undefined) {
+    const rl = d.rateLimit;
+    const unit = unitEnum.values[rl.unit] ?? (/^\d+$/.test(rl.unit) ? Number(rl.unit) : 0);
+    pb.rate_limit = { unit, requests_per_unit: rl.requestsPerUnit, unlimited: rl.unlimited, name: rl.name, replaces: rl.replaces.map((r) => ({ name: r.name })) };
+  }
+  if (d.metadata !== undefined) pb.metadata = toPbStruct(d.metadata);
+  return pb;
+}
+
+function descriptorFromPb(pb: PbDescriptor, unitEnum: protobuf.Enum): RateLimitConfigDescriptorMsg {
+  const out: RateLimitConfigDescriptorMsg = {
+    key: pb.key ?? '',
+    value: pb.value ?? '',
+    descriptors: (pb.descriptors ?? []).map((c) => descriptorFromPb(c, unitEnum)),
+    shadowMode: pb.shadow_mode ?? false,
+    detailedMetric: pb.detailed_metric ?? false,
+    quotaMode: pb.quota_mode ?? false,
+  };
+  if (pb.rate_limit !== undefined && pb.rate_limit !== null) {
+    const rl = pb.rate_limit;
+    const unit = typeof rl.unit === 'number' ? (unitEnum.valuesById[rl.unit] ?? String(rl.unit)) : (rl.unit ?? 'UNKNOWN');
+    out.rateLimit = {
+      unit,
+      requestsPerUnit: rl.requests_per_unit ?? 0,
+      unlimited: rl.unlimited ?? false,
+      name: rl.name ?? '',
+      replaces: (rl.replaces ?? []).map((r) => ({ name: r.name ?? '' })),
+    };
+  }
+  if (pb.metadata !== undefined && pb.metadata !== null) out.metadata = fromPbStruct(pb.metadata);
+  return out;
+}
+
+export function encodeRateLimitConfig(msg: RateLimitConfigMsg): Buffer {
+  const t = load();
+  const pb: PbConfig = { name: msg.name, domain: msg.domain, descriptors: msg.descriptors.map((d) => descriptorToPb(d, t.unitEnum)) };
+  return Buffer.from(t.config.encode(t.config.fromObject(pb)).finish());
+}
+
+/** Throws (protobufjs's error) when the bytes are not a valid RateLimitConfig. */
+export function decodeRateLimitConfig(bytes: Uint8Array): RateLimitConfigMsg {
+  const t = load();
+  // Enums as numbers so values unknown to this schema survive as their number.
+  const pb = t.config.toObject(t.config.decode(bytes), { defaults: false, arrays: true, enums: Number }) as PbConfig;
+  return { name: pb.name ?? '', domain: pb.domain ?? '', descriptors: (pb.descriptors ?? []).map((d) => descriptorFromPb(d, t.unitEnum)) };
+}
+
+/** A RateLimitConfig packed as google.protobuf.Any. */
+export function packRateLimitConfig(msg: RateLimitConfigMsg): AnyMsg {
+  return { typeUrl: RATE_LIMIT_CONFIG_TYPE_URL, value: encodeRateLimitConfig(msg) };
+}

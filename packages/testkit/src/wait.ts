@@ -1,0 +1,34 @@
+import { setTimeout as delay } from 'node:timers/promises';
+
+export interface WaitOptions {
+  /** Give up after this many milliseconds (default 10 000). */
+  timeoutMs?: number;
+  /** Poll interval in milliseconds (default 25). */
+  intervalMs?: number;
+  /** Text used in the timeout error. */
+  what?: string;
+}
+
+/**
+ * Polls `check` until it returns a truthy value (which is returned) or the bound passes.
+ * Exceptions thrown by `check` count as "not yet" and the last one is reported on timeout.
+ */
+export async function waitFor<T>(check: () => T | Promise<T>, opts: WaitOptions = {}): Promise<NonNullable<T>> {
+  const timeoutMs = opts.timeoutMs ?? 10_000;
+  const intervalMs = opts.intervalMs ?? 25;
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v) return v as NonNullable<T>;
+    } catch (err) {
+      lastError = err;
+    }
+    if (Date.now() > deadline) {
+      const suffix = lastError instanceof Error ? `: ${lastError.message}` : '';
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${opts.what ?? 'condition'}${suffix}`);
+    }
+    await delay(intervalMs);
+  }
+}

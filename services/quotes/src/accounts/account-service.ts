@@ -1,0 +1,127 @@
+import type { Clock } from '../clock.js';
+import type { TokenRecord, TokenRepository, UsageRepository } from '../store/types.js';
+import type { Plan, PlanCatalog } from './plans.js';
+import { displayPrefix, generateToken, hashToken, newTokenId, sameHash, type RandomBytes } from './tokens.js';
+import { monthKey } from './usage-month.js';
+
+/** Who is calling: resolved from a token on every request. */
+export interface Account {
+  tokenId: string;
+  name: string;
+  plan: Plan;
+}
+
+export interface UsageReportRow {
+  tokenId: string;
+  name: string;
+  planId: string;
+  month: string;
+  count: number;
+  limit: number | null;
+  revoked: boolean;
+}
+
+export interface AccountServiceDeps {
+  tokens: TokenRepository;
+  usage: UsageRepository;
+  plans: PlanCatalog;
+  clock: Clock;
+  random: RandomBytes;
+  /** See Store.changeVersion: when given, resolved tokens are cached until it changes. */
+  changeVersion?: (() => number) | undefined;
+}
+
+const CACHE_ENTRIES = 10_000;
+
+/**
+ * Tokens and their plans. Resolved tokens are cached (by hash) only while the store reports no
+ * change from another connection, and the cache is dropped on this service's own changes, so a
+ * revocation, e.g. by the CLI, takes effect on the very next request. Stores that cannot report
+ * changes cheaply (PostgreSQL) are asked on every request.
+ */
+export class AccountService {
+  private readonly cache = new Map<string, Account>();
+  private cacheVersion: number | undefined;
+  constructor(private readonly deps: AccountServiceDeps) {}
+
+  async createToken(name: string, planId: string): Promise<{ record: TokenRecord; token: string }> {
+    if (!this.deps.plans.has(planId)) throw new Error(`unknown plan "${planId}" (plans: ${[...this.deps.plans.keys()].join(', ')})`);
+    const token = generateToken(this.deps.random);
+    const record: TokenRecord = {
+      id: newTokenId(this.deps.random),
+      name,
+      planId,
+      tokenHash: hashToken(token),
+      prefix: displayPrefix(token),
+      createdAt: this.deps.clock.now(),
+      revokedAt: null,
+    };
+    await this.deps.tokens.insert(record);
+    return { record, token };
+  }
+
+  async authenticate(token: string | undefined): Promise<Account | undefined> {
+    if (token === undefined || token.length === 0 || token.length > 200) return undefined;
+    const hash = hashToken(token);
+    const version = this.deps.changeVersion?.();
+    if (version !== undefined) {
+      if (version !== this.cacheVersion) {
+        this.cache.clear();
+        this.cacheVersion = version;
+      }
+      const hit = this.cache.get(hash);
+      if (hit !== undefined) return hit;
+    }
+    const rec = await this.deps.tokens.findByHash(hash);
+    // The indexed lookup already matched; the constant-time check guards against a store that
+    // matches loosely (e.g. collation) without leaking how much of a guess was right.
+    if (rec === undefined || rec.revokedAt !== null || !sameHash(rec.tokenHash, hash)) return undefined;
+    const plan = this.deps.plans.get(rec.planId);
+    if (plan === undefined) return undefined;
+    const account = { tokenId: rec.id, name: rec.name, plan };
+    if (version !== undefined) {
+      if (this.cache.size >= CACHE_ENTRIES) this.cache.clear();
+      this.cache.set(hash, account);
+    }
+    return account;
+  }
+
+  async findToken(id: string): Promise<TokenRecord | undefined> {
+    return await this.deps.tokens.findById(id);
+  }
+
+  async list(): Promise<TokenRecord[]> {
+    return await this.deps.tokens.list();
+  }
+
+  /** Moves a token to another plan; effective on its next request (the cache is dropped). */
+  async setPlan(id: string, planId: string): Promise<boolean> {
+    if (!this.deps.plans.has(planId)) throw new Error(`unknown plan "${planId}" (plans: ${[...this.deps.plans.keys()].join(', ')})`);
+    this.cache.clear();
+    const ok = await this.deps.tokens.setPlan(id, planId);
+    this.cache.clear();
+    return ok;
+  }
+
+  async revoke(id: string): Promise<boolean> {
+    this.cache.clear();
+    const ok = await this.deps.tokens.revoke(id, this.deps.clock.now());
+    this.cache.clear();
+    return ok;
+  }
+
+  /** Requests per token in a UTC month (default: the current one), tokens without requests included. */
+  async usage(month = monthKey(this.deps.clock.now())): Promise<UsageReportRow[]> {
+    const [tokens, rows] = await Promise.all([this.deps.tokens.list(), this.deps.usage.listMonth(month)]);
+    const counts = new Map(rows.map((r) => [r.tokenId, r.count]));
+    return tokens.map((t) => ({
+      tokenId: t.id,
+      name: t.name,
+      planId: t.planId,
+      month,
+      count: counts.get(t.id) ?? 0,
+      limit: this.deps.plans.get(t.planId)?.monthlyRequests ?? null,
+      revoked: t.revokedAt !== null,
+    }));
+  }
+}

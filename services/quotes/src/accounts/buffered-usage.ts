@@ -1,0 +1,70 @@
+import type { UsageRepository } from '../store/types.js';
+
+/** What the monthly quota needs from a counter. */
+export type UsageCounter = Pick<UsageRepository, 'incrementIfBelow' | 'get'>;
+
+interface Entry {
+  tokenId: string;
+  month: string;
+  /** Count in the store as of the last read or flush. */
+  base: number;
+  /** Requests admitted here and not yet written. */
+  pending: number;
+}
+
+/**
+ * Write-behind usage counting: requests are admitted against the stored count plus what this
+ * process admitted since, and the increments are written in one go by `flush()` (every
+ * QUOTES_USAGE_FLUSH_MS and on shutdown). One process enforces quotas exactly; several
+ * processes sharing a database can overshoot by what they admit within one flush interval.
+ */
+export class BufferedUsage implements UsageCounter {
+  private readonly entries = new Map<string, Entry>();
+  private flushing: Promise<void> | undefined;
+  constructor(private readonly repo: UsageRepository) {}
+
+  async incrementIfBelow(tokenId: string, month: string, limit: number): Promise<number | undefined> {
+    const key = `${tokenId}\u0000${month}`;
+    let e = this.entries.get(key);
+    if (e === undefined) {
+      const base = await this.repo.get(tokenId, month);
+      e = this.entries.get(key) ?? { tokenId, month, base, pending: 0 };
+      this.entries.set(key, e);
+    }
+    if (e.base + e.pending >= limit) return undefined;
+    e.pending++;
+    return e.base + e.pending;
+  }
+
+  /** The count including what this process admitted and has not written yet. */
+  async get(tokenId: string, month: string): Promise<number> {
+    const e = this.entries.get(`${tokenId}\u0000${month}`);
+    return e === undefined ? await this.repo.get(tokenId, month) : e.base + e.pending;
+  }
+
+  /** Writes pending increments; entries without any are dropped so the next request re-reads the store. */
+  async flush(): Promise<void> {
+    while (this.flushing !== undefined) await this.flushing;
+    this.flushing = (async () => {
+      for (const [key, e] of [...this.entries]) {
+        if (e.pending === 0) {
+          this.entries.delete(key);
+          continue;
+        }
+        const n = e.pending;
+        e.pending -= n;
+        try {
+          e.base = await this.repo.add(e.tokenId, e.month, n);
+        } catch (err) {
+          e.pending += n;
+          throw err;
+        }
+      }
+    })();
+    try {
+      await this.flushing;
+    } finally {
+      this.flushing = undefined;
+    }
+  }
+}

@@ -1,0 +1,164 @@
+import type { ErrorCode, ErrorDetails } from '../errors.js';
+
+export type Language = 'en' | 'pt-BR';
+
+export interface ErrorResponse {
+  status: number;
+  body: Record<string, unknown>;
+  headers: Record<string, string>;
+}
+
+const STATUS: Readonly<Record<ErrorCode, number>> = {
+  TOKEN_INVALID: 401,
+  PLAN_NO_CRYPTO: 403,
+  QUOTA_EXHAUSTED: 402,
+  RATE_LIMITED: 429,
+  RATE_LIMIT_UNAVAILABLE: 503,
+  LOGIN_FAILED: 401,
+  LOGIN_THROTTLED: 429,
+  CSRF_REJECTED: 403,
+  SIGNED_OUT: 401,
+  EMAIL_TAKEN: 409,
+  SIGNUP_INVALID: 400,
+  COIN_MISSING: 417,
+  COIN_UNKNOWN: 400,
+  COINS_TOO_MANY: 400,
+  CURRENCY_INVALID: 400,
+  RANGE_INVALID: 400,
+  INTERVAL_INVALID: 400,
+  SEARCH_NO_MATCH: 404,
+  QUOTE_UNAVAILABLE: 503,
+  METHOD_NOT_ALLOWED: 405,
+  ROUTE_NOT_FOUND: 404,
+  BAD_REQUEST: 400,
+  INTERNAL: 500,
+};
+
+const list = (v: readonly string[] | undefined): string => (v ?? []).join(', ');
+
+/** English texts (default) and brapi's Portuguese texts, verbatim where brapi publishes one. */
+const TEXT: Readonly<Record<ErrorCode, Record<Language, (d: ErrorDetails) => string>>> = {
+  TOKEN_INVALID: {
+    en: () => 'Your token is invalid, please check your token',
+    'pt-BR': () => 'O seu token é inválido, por favor, verifique o seu token em brapi.dev/dashboard',
+  },
+  PLAN_NO_CRYPTO: {
+    en: () => 'Your plan does not allow access to cryptocurrency data. Please consider upgrading to a paid plan',
+    'pt-BR': () => 'O seu plano não permite acessar dados de criptomoedas. Por favor, considere fazer um upgrade para um plano pago em brapi.dev/dashboard',
+  },
+  QUOTA_EXHAUSTED: {
+    en: () => 'You have reached the request limit of your plan. Please consider upgrading to a better plan',
+    'pt-BR': () => 'Você atingiu o limite de requisições para o seu plano. Por favor, considere fazer um upgrade para um plano melhor em brapi.dev/dashboard',
+  },
+  RATE_LIMITED: {
+    en: () => 'You have exceeded the rate limit of your plan',
+    'pt-BR': () => 'Você excedeu o rate limit do seu plano',
+  },
+  RATE_LIMIT_UNAVAILABLE: {
+    en: () => 'Rate limiting is temporarily unavailable, please retry shortly',
+    'pt-BR': () => 'O controle de requisições está temporariamente indisponível, tente novamente em instantes',
+  },
+  LOGIN_FAILED: {
+    en: () => 'Wrong email or password',
+    'pt-BR': () => 'E-mail ou senha incorretos',
+  },
+  LOGIN_THROTTLED: {
+    en: () => 'Too many attempts; please wait before trying again',
+    'pt-BR': () => 'Muitas tentativas; aguarde antes de tentar novamente',
+  },
+  CSRF_REJECTED: {
+    en: () => 'Missing or invalid CSRF token; reload the page and try again',
+    'pt-BR': () => 'Token CSRF ausente ou inválido; recarregue a página e tente novamente',
+  },
+  SIGNED_OUT: {
+    en: () => 'Please sign in',
+    'pt-BR': () => 'Por favor, faça login',
+  },
+  EMAIL_TAKEN: {
+    en: () => 'An account with this email already exists',
+    'pt-BR': () => 'Já existe uma conta com este e-mail',
+  },
+  SIGNUP_INVALID: {
+    en: (d) => d.reason ?? 'Invalid form',
+    'pt-BR': (d) => d.reason ?? 'Formulário inválido',
+  },
+  COIN_MISSING: {
+    en: () => 'Missing required parameter: `coin`',
+    'pt-BR': () => 'Missing required parameter: `coin`',
+  },
+  COIN_UNKNOWN: {
+    en: (d) => `Coin not found: ${list(d.coins)}`,
+    'pt-BR': (d) => ((d.coins?.length ?? 0) > 1 ? `Não encontramos as criptomoedas ${list(d.coins)}` : `Não encontramos a criptomoeda ${list(d.coins)}`),
+  },
+  COINS_TOO_MANY: {
+    en: (d) => `Your plan allows up to ${d.limit ?? 0} coins per request`,
+    'pt-BR': (d) => `O seu plano permite até ${d.limit ?? 0} criptomoedas por requisição`,
+  },
+  CURRENCY_INVALID: {
+    en: (d) => `Invalid field 'currency'. Valid currencies: ${list(d.valid)}`,
+    'pt-BR': (d) => `Campo 'currency' inválido. Moedas válidas: ${list(d.valid)}`,
+  },
+  RANGE_INVALID: {
+    en: (d) => `Invalid field 'range'. Valid ranges: ${list(d.valid)}`,
+    'pt-BR': (d) => `Campo 'range' inválido. Ranges válidos: ${list(d.valid)}`,
+  },
+  INTERVAL_INVALID: {
+    en: (d) => `Invalid field 'interval'. Valid intervals: ${list(d.valid)}`,
+    'pt-BR': (d) => `Campo 'interval' inválido. Intervalos válidos: ${list(d.valid)}`,
+  },
+  SEARCH_NO_MATCH: {
+    en: () => 'Coin not found',
+    'pt-BR': () => 'Coin not found',
+  },
+  QUOTE_UNAVAILABLE: {
+    en: (d) => `Quote temporarily unavailable: ${list(d.coins)}${d.ageSeconds === undefined ? '' : ` (data is ${d.ageSeconds} s old; limit ${d.limitSeconds ?? '?'} s)`}`,
+    'pt-BR': (d) => `Cotação temporariamente indisponível: ${list(d.coins)}${d.ageSeconds === undefined ? '' : ` (dados de ${d.ageSeconds} s atrás; limite ${d.limitSeconds ?? '?'} s)`}`,
+  },
+  METHOD_NOT_ALLOWED: {
+    en: () => 'Method not allowed',
+    'pt-BR': () => 'Método não permitido',
+  },
+  ROUTE_NOT_FOUND: {
+    en: () => 'Route not found',
+    'pt-BR': () => 'Rota não encontrada',
+  },
+  BAD_REQUEST: {
+    en: () => 'Bad request',
+    'pt-BR': () => 'Requisição inválida',
+  },
+  INTERNAL: {
+    en: () => 'Something went wrong while fetching the data',
+    'pt-BR': () => 'Algo deu errado ao buscar os dados',
+  },
+};
+
+/** Maps a typed error to brapi's status and body. */
+export function errorResponse(code: ErrorCode, details: ErrorDetails, lang: Language): ErrorResponse {
+  const status = STATUS[code];
+  const message = TEXT[code][lang](details);
+  const headers: Record<string, string> = {};
+  if (details.retryAfterSeconds !== undefined) headers['retry-after'] = String(details.retryAfterSeconds);
+  if (details.allow !== undefined) headers.allow = details.allow;
+  if (details.headers !== undefined) Object.assign(headers, details.headers);
+  // brapi answers an empty /available search with a bare message (no `error` key).
+  const body = code === 'SEARCH_NO_MATCH' ? { message } : { error: true, message };
+  return { status, body, headers };
+}
+
+/** `pt-BR` when the caller's most preferred language is Portuguese, English otherwise. */
+export function pickLanguage(acceptLanguage: string | undefined): Language {
+  if (acceptLanguage === undefined || acceptLanguage === '') return 'en';
+  let best: { tag: string; q: number } | undefined;
+  for (const part of acceptLanguage.split(',')) {
+    const [tagRaw, ...params] = part.trim().split(';');
+    const tag = (tagRaw ?? '').trim().toLowerCase();
+    if (tag === '') continue;
+    let q = 1;
+    for (const p of params) {
+      const m = /^\s*q=([0-9.]+)\s*$/.exec(p);
+      if (m?.[1] !== undefined) q = Number(m[1]);
+    }
+    if (q > 0 && (best === undefined || q > best.q)) best = { tag, q };
+  }
+  return best !== undefined && (best.tag === 'pt' || best.tag.startsWith('pt-')) ? 'pt-BR' : 'en';
+}

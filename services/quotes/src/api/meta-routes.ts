@@ -1,0 +1,60 @@
+import type { FastifyInstance } from 'fastify';
+import type { Clock } from '../clock.js';
+import type { MarketSnapshots } from '../market/market-snapshots.js';
+import { DOCS_PAGE } from './docs-page.js';
+import type { IconStore } from './icons.js';
+
+export interface MetaRoutesDeps {
+  openapi: Record<string, unknown>;
+  icons: IconStore;
+  snapshots: MarketSnapshots;
+  clock: Clock;
+  marketSource: string;
+  storeKind: string;
+  staleMs: number;
+}
+
+/** Unauthenticated routes: health, OpenAPI, docs page, icons, CORS preflight. */
+export function registerMetaRoutes(app: FastifyInstance, deps: MetaRoutesDeps): void {
+  const openapiJson = JSON.stringify(deps.openapi);
+
+  app.get('/health', async (_request, reply) => {
+    const snap = await deps.snapshots.current();
+    const now = deps.clock.now();
+    let newest = 0;
+    for (const t of snap.tickers.values()) newest = Math.max(newest, t.closeTime);
+    const fresh = newest > 0 && now - newest <= deps.staleMs;
+    reply.header('cache-control', 'no-store');
+    return {
+      status: fresh ? 'ok' : 'degraded',
+      marketSource: deps.marketSource,
+      store: deps.storeKind,
+      coins: snap.tickers.size,
+      marketTime: newest > 0 ? new Date(newest).toISOString() : null,
+    };
+  });
+
+  app.get('/openapi.json', (_request, reply) => {
+    void reply.header('cache-control', 'public, max-age=300').type('application/json; charset=utf-8').send(openapiJson);
+  });
+
+  app.get('/docs', (_request, reply) => {
+    void reply.header('cache-control', 'public, max-age=300').type('text/html; charset=utf-8').send(DOCS_PAGE);
+  });
+
+  app.get<{ Params: { file: string } }>('/icons/:file', (request, reply) => {
+    const m = /^(.+)\.svg$/i.exec(request.params.file);
+    const icon = m?.[1] === undefined ? undefined : deps.icons.get(m[1]);
+    if (icon === undefined) return reply.callNotFound();
+    void reply.header('cache-control', 'public, max-age=86400').header('x-icon-fallback', icon.found ? '0' : '1').type('image/svg+xml').send(icon.svg);
+  });
+
+  app.options('*', (_request, reply) => {
+    void reply
+      .code(204)
+      .header('access-control-allow-methods', 'GET, HEAD, OPTIONS')
+      .header('access-control-allow-headers', 'Authorization, Content-Type, If-None-Match, Accept-Language')
+      .header('access-control-max-age', '86400')
+      .send();
+  });
+}

@@ -1,0 +1,83 @@
+import type { Clock } from '../clock.js';
+import { DAY, utcDate } from '../history/intervals.js';
+import { CURRENCIES } from './currencies.js';
+import { hashString, octaveNoise, walkOctaves, type Octave } from './price-noise.js';
+import type { DailyRate, FxSnapshot, FxSource } from './types.js';
+
+/** Roughly where USD traded against each currency around the start of 2026. */
+const REFERENCE_RATES: Readonly<Record<string, number>> = Object.freeze({
+  BRL: 5.4,
+  EUR: 0.92,
+  GBP: 0.79,
+  JPY: 150,
+  CHF: 0.88,
+  CAD: 1.37,
+  AUD: 1.52,
+  DKK: 6.87,
+  NOK: 10.8,
+  SEK: 10.6,
+});
+
+export interface SimulatedFxOptions {
+  seed: number;
+  clock: Clock;
+  /** First day with a fixing; earlier history has no rate (prices come out null). Default 2012-01-02. */
+  firstDate?: string;
+}
+
+function sig6(x: number): number {
+  const d = Math.min(12, Math.max(0, 5 - Math.floor(Math.log10(x))));
+  const f = 10 ** d;
+  return Math.round(x * f) / f;
+}
+
+/**
+ * Deterministic USD->X rates: daily fixings on business days only (like PTAX/ECB, so weekends
+ * exercise the carry-forward rule), and a latest rate that moves every minute.
+ */
+export class SimulatedFx implements FxSource {
+  readonly kind = 'simulated';
+  readonly currencies: readonly string[] = CURRENCIES.filter((c) => c !== 'USD');
+  private readonly clock: Clock;
+  private readonly first: number;
+  private readonly series = new Map<string, { key: number; ref: number; octaves: Octave[] }>();
+
+  constructor(opts: SimulatedFxOptions) {
+    this.clock = opts.clock;
+    this.first = Date.parse(`${opts.firstDate ?? '2012-01-02'}T00:00:00Z`) / 1000;
+    for (const cur of this.currencies) {
+      this.series.set(cur, { key: hashString(`${opts.seed}:fx:${cur}`), ref: REFERENCE_RATES[cur] ?? 1, octaves: walkOctaves(0.1, 3600, 4, 8) });
+    }
+  }
+
+  private rate(cur: string, t: number): number | undefined {
+    const s = this.series.get(cur);
+    if (s === undefined) return undefined;
+    return sig6(s.ref * Math.exp(octaveNoise(s.key, s.octaves, t)));
+  }
+
+  latest(): Promise<FxSnapshot> {
+    const asOf = Math.floor(this.clock.now() / 60_000) * 60;
+    const rates = new Map<string, number>([['USD', 1]]);
+    for (const cur of this.currencies) {
+      const r = this.rate(cur, asOf);
+      if (r !== undefined) rates.set(cur, r);
+    }
+    return Promise.resolve({ time: asOf * 1000, rates });
+  }
+
+  daily(currency: string, fromDate: string, toDate: string): Promise<DailyRate[]> {
+    if (!this.series.has(currency)) return Promise.resolve([]);
+    const today = Math.floor(this.clock.now() / 1000 / DAY) * DAY;
+    const from = Math.max(this.first, Date.parse(`${fromDate}T00:00:00Z`) / 1000);
+    const to = Math.min(today, Date.parse(`${toDate}T00:00:00Z`) / 1000);
+    const out: DailyRate[] = [];
+    for (let d = from; d <= to; d += DAY) {
+      const wd = new Date(d * 1000).getUTCDay();
+      if (wd === 0 || wd === 6) continue;
+      const r = this.rate(currency, d + DAY / 2);
+      if (r !== undefined) out.push({ date: utcDate(d), rate: r });
+    }
+    return Promise.resolve(out);
+  }
+}

@@ -1,0 +1,87 @@
+import type { BaseInterval } from '../history/intervals.js';
+
+/** One OHLCV candle in USD. `time` is the bucket's open time (Unix seconds); `volume` is traded value in USD. */
+export interface Candle {
+  time: number;
+  open: number;
+  high: number;
+  low: number;
+  close: number;
+  volume: number;
+}
+
+/** Rolling 24 h statistics of one coin in USD, as exchanges publish them. */
+export interface Ticker {
+  symbol: string;
+  lastPrice: number;
+  /** Price 24 h before `closeTime`. */
+  openPrice: number;
+  priceChange: number;
+  /** Percent units: 0.5 means 0.5 %. */
+  priceChangePercent: number;
+  highPrice: number;
+  lowPrice: number;
+  /** Traded value over the window, in USD. */
+  quoteVolume: number;
+  /** Window start and end (milliseconds). */
+  openTime: number;
+  closeTime: number;
+  /** When known, market cap = lastPrice x circulatingSupply. */
+  circulatingSupply?: number;
+}
+
+export interface CandlePageRequest {
+  symbol: string;
+  base: BaseInterval;
+  /** Open times in [from, to), Unix seconds. */
+  from: number;
+  to: number;
+  /** Most candles one page may carry. */
+  limit: number;
+}
+
+export interface CandlePage {
+  /** Closed candles sorted by time. */
+  candles: Candle[];
+  /** Where to continue when the page was cut at `limit`; absent when [from, to) is exhausted. */
+  nextFrom?: number;
+}
+
+/**
+ * Where quotes come from (simulated here; exchanges through ccxt later). Every call may fail;
+ * callers keep the last good data and report staleness rather than crash.
+ */
+export interface MarketSource {
+  /** Short name shown in `X-Data-Source` (e.g. `simulated`). */
+  readonly kind: string;
+  /** Symbols this source can quote, upper case. */
+  listSymbols(): Promise<readonly string[]>;
+  /** Latest 24 h tickers for many coins in one call; coins the source cannot quote are left out. */
+  tickers(symbols: readonly string[]): Promise<Ticker[]>;
+  /** One page of closed candles of a base series. */
+  candles(req: CandlePageRequest): Promise<CandlePage>;
+  /** Releases connections and streams (live sources). */
+  close?(): Promise<void>;
+}
+
+/** Rates are "1 USD = rate units of the currency". */
+export interface FxSnapshot {
+  /** When the rates were observed (milliseconds). */
+  time: number;
+  rates: ReadonlyMap<string, number>;
+}
+
+export interface DailyRate {
+  /** `YYYY-MM-DD` (UTC). Days without a fixing (weekends, holidays) are simply absent. */
+  date: string;
+  rate: number;
+}
+
+export interface FxSource {
+  readonly kind: string;
+  /** Currencies it can convert to (USD is implicit). */
+  readonly currencies: readonly string[];
+  latest(): Promise<FxSnapshot>;
+  /** Daily fixings of USD->currency with dates in [fromDate, toDate]. */
+  daily(currency: string, fromDate: string, toDate: string): Promise<DailyRate[]>;
+}

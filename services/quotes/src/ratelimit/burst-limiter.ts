@@ -1,0 +1,25 @@
+import type { RequestDescriptorMsg } from '@rls/rls-proto';
+import type { Account } from '../accounts/account-service.js';
+import type { RequestLimiter } from '../accounts/request-limiter.js';
+import { QuotesError } from '../errors.js';
+import type { RateLimitGate } from './rate-limit-gate.js';
+
+/** The two descriptors of one API request (one limit per descriptor path, so one per window). */
+export function burstDescriptors(planId: string, tokenId: string): RequestDescriptorMsg[] {
+  const base = [
+    { key: 'plan', value: planId },
+    { key: 'token', value: tokenId },
+  ];
+  return [{ entries: [...base, { key: 'window', value: 'second' }] }, { entries: [...base, { key: 'window', value: 'minute' }] }];
+}
+
+/** Per-plan, per-token burst limits from the `quotes` rule file: 429 with RateLimit-* and Retry-After. */
+export class BurstLimiter implements RequestLimiter {
+  readonly name = 'burst';
+  constructor(private readonly gate: RateLimitGate) {}
+  async admit(account: Account): Promise<Readonly<Record<string, string>>> {
+    const out = await this.gate.check(burstDescriptors(account.plan.id, account.tokenId));
+    if (!out.admitted) throw new QuotesError('RATE_LIMITED', { retryAfterSeconds: out.retryAfterSeconds, headers: out.headers });
+    return out.headers;
+  }
+}

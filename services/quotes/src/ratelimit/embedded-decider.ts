@@ -1,0 +1,39 @@
+import { DEFAULT_LIMITER_OPTIONS, loadRuleSet, MemoryStore, RateLimitService, readRuleFiles, StatsStore, type RandomSource } from '@rls/ratelimit';
+import type { RateLimitRequestMsg, RateLimitResponseMsg } from '@rls/rls-proto';
+import type { Clock } from '../clock.js';
+import type { RateLimitDecider } from './decider.js';
+
+export interface EmbeddedDeciderOptions {
+  /** Directory of rule files (the shipped `ratelimit/` or RATELIMIT_RULES_DIR). */
+  rulesDir: string;
+  clock: Clock;
+  random: RandomSource;
+  /** Most counters kept in memory (oldest windows evicted first). */
+  maxKeys?: number;
+}
+
+/**
+ * The rate limit service's own decision engine and memory store, in this process: the same rule
+ * files, the same window arithmetic and statuses as a `ratelimit` deployment with
+ * BACKEND_TYPE=memory. Counters are per process, so several quotes servers each enforce the
+ * limits on their own; use remote mode to share counters.
+ */
+export class EmbeddedDecider implements RateLimitDecider {
+  readonly kind = 'embedded';
+  private readonly service: RateLimitService;
+  constructor(opts: EmbeddedDeciderOptions) {
+    const stats = new StatsStore();
+    const rules = loadRuleSet(readRuleFiles(opts.rulesDir, { ignoreDotfiles: true }), { mergeDomainConfig: false, stats });
+    // No expiry jitter: a counter never outlives its window here, and none is shared with others.
+    const options = { ...DEFAULT_LIMITER_OPTIONS, expirationJitterMaxSeconds: 0 };
+    this.service = new RateLimitService({ store: new MemoryStore({ clock: opts.clock, maxKeys: opts.maxKeys }), stats, clock: opts.clock, random: opts.random, options });
+    this.service.setRuleSet(rules);
+  }
+  async shouldRateLimit(req: RateLimitRequestMsg): Promise<RateLimitResponseMsg> {
+    // The message shapes are structurally the engine's domain types (see rls-messages.ts).
+    return await this.service.shouldRateLimit(req);
+  }
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}

@@ -1,0 +1,124 @@
+import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+/**
+ * One list of migrations for both databases; the few dialect differences (identity columns,
+ * integer widths, SQLite's WITHOUT ROWID clustering) are spelled out where they occur.
+ */
+export function migrations(dialect: Dialect): Record<string, Migration> {
+  const big = dialect === 'postgres' ? 'bigint' : 'integer';
+  const real = dialect === 'postgres' ? 'double precision' : 'real';
+  return {
+    '001_initial': {
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('tokens')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('name', 'text', (c) => c.notNull())
+          .addColumn('plan', 'text', (c) => c.notNull())
+          .addColumn('token_hash', 'text', (c) => c.notNull().unique())
+          .addColumn('prefix', 'text', (c) => c.notNull())
+          .addColumn('created_at', big, (c) => c.notNull())
+          .addColumn('revoked_at', big)
+          .execute();
+        await db.schema
+          .createTable('usage')
+          .addColumn('token_id', 'text', (c) => c.notNull())
+          .addColumn('month', 'text', (c) => c.notNull())
+          .addColumn('count', 'integer', (c) => c.notNull())
+          .addPrimaryKeyConstraint('usage_pk', ['token_id', 'month'])
+          .execute();
+        await db.schema
+          .createTable('candle_series')
+          .addColumn('id', dialect === 'postgres' ? 'serial' : 'integer', (c) => (dialect === 'postgres' ? c.primaryKey() : c.primaryKey().autoIncrement()))
+          .addColumn('symbol', 'text', (c) => c.notNull())
+          .addColumn('base', 'text', (c) => c.notNull())
+          .addColumn('cov_from', big)
+          .addColumn('cov_to', big)
+          .addUniqueConstraint('candle_series_symbol_base', ['symbol', 'base'])
+          .execute();
+        // Candles are clustered by (series, time): range reads are one index walk.
+        const candles = db.schema
+          .createTable('candles')
+          .addColumn('series_id', 'integer', (c) => c.notNull())
+          .addColumn('t', big, (c) => c.notNull())
+          .addColumn('o', real, (c) => c.notNull())
+          .addColumn('h', real, (c) => c.notNull())
+          .addColumn('l', real, (c) => c.notNull())
+          .addColumn('c', real, (c) => c.notNull())
+          .addColumn('v', real, (c) => c.notNull())
+          .addPrimaryKeyConstraint('candles_pk', ['series_id', 't']);
+        await (dialect === 'sqlite' ? candles.modifyEnd(sql`without rowid`) : candles).execute();
+      },
+    },
+    // Real market data: daily FX fixings for historical conversion, and backfill progress.
+    '002_market_data': {
+      async up(db: Kysely<unknown>) {
+        const fx = db.schema
+          .createTable('fx_daily')
+          .addColumn('currency', 'text', (c) => c.notNull())
+          .addColumn('date', 'text', (c) => c.notNull())
+          .addColumn('rate', real, (c) => c.notNull())
+          .addColumn('source', 'text', (c) => c.notNull())
+          .addPrimaryKeyConstraint('fx_daily_pk', ['currency', 'date']);
+        await (dialect === 'sqlite' ? fx.modifyEnd(sql`without rowid`) : fx).execute();
+        await db.schema
+          .createTable('backfill_state')
+          .addColumn('symbol', 'text', (c) => c.notNull())
+          .addColumn('base', 'text', (c) => c.notNull())
+          .addColumn('from_t', big, (c) => c.notNull())
+          .addColumn('cursor_t', big, (c) => c.notNull())
+          .addColumn('done', 'integer', (c) => c.notNull())
+          .addColumn('updated_at', big, (c) => c.notNull())
+          .addColumn('last_error', 'text')
+          .addPrimaryKeyConstraint('backfill_state_pk', ['symbol', 'base'])
+          .execute();
+      },
+    },
+    // Account dashboard (issue 8): users with password hashes, sessions by hashed id, and daily
+    // request counts per token for the usage chart.
+    '003_dashboard_accounts': {
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('users')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('email', 'text', (c) => c.notNull().unique())
+          .addColumn('password_hash', 'text', (c) => c.notNull())
+          .addColumn('plan', 'text', (c) => c.notNull())
+          .addColumn('token_id', 'text')
+          .addColumn('created_at', big, (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createTable('sessions')
+          .addColumn('id_hash', 'text', (c) => c.primaryKey())
+          .addColumn('user_id', 'text', (c) => c.notNull())
+          .addColumn('created_at', big, (c) => c.notNull())
+          .addColumn('expires_at', big, (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('sessions_expires').on('sessions').column('expires_at').execute();
+        const daily = db.schema
+          .createTable('usage_daily')
+          .addColumn('token_id', 'text', (c) => c.notNull())
+          .addColumn('day', 'text', (c) => c.notNull())
+          .addColumn('count', 'integer', (c) => c.notNull())
+          .addPrimaryKeyConstraint('usage_daily_pk', ['token_id', 'day']);
+        await (dialect === 'sqlite' ? daily.modifyEnd(sql`without rowid`) : daily).execute();
+      },
+    },
+  };
+}
+
+class StaticProvider implements MigrationProvider {
+  constructor(private readonly list: Record<string, Migration>) {}
+  getMigrations(): Promise<Record<string, Migration>> {
+    return Promise.resolve(this.list);
+  }
+}
+
+export async function migrateToLatest(db: Kysely<unknown>, dialect: Dialect): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: new StaticProvider(migrations(dialect)) });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error !== undefined) throw error instanceof Error ? error : new Error('migration failed', { cause: error });
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

@@ -1,0 +1,312 @@
+// The composition root (house rule 1): the only place that picks implementations. It turns
+// frozen settings into a store, the decision service, health, and the gRPC and HTTP servers,
+// without listening — `start()` opens the listeners, `stop()` drains them.
+import type { AddressInfo } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { CounterStore } from './backends/counter-store.js';
+import { MemoryStore } from './backends/memory-store.js';
+import { MemcachedStore } from './backends/memcached-store.js';
+import { mcstoreTlsOptions } from './backends/memcached-settings.js';
+import { createSrvLookup } from './backends/srv.js';
+import { createKvStore, type WaitableStore } from './backends/kvstore-factory.js';
+import { maskUrl } from './backends/redis-store.js';
+import { waitForStore } from './backends/store-startup.js';
+import { mathRandom, systemClock, type Clock, type RandomSource } from './clock.js';
+import type { RuleSet } from './config/rule-set.js';
+import { HealthChecker, trackStoreHealth } from './health.js';
+import type { LimiterOptions } from './limiter/options.js';
+import type { Logger } from './logger.js';
+import { FileRuleProvider } from './provider/file-provider.js';
+import { createDebugServer, type DebugServer } from './server/debug-server.js';
+import { createGrpcServer, type GrpcServer } from './server/grpc-server.js';
+import { createHttpServer, type HttpServer } from './server/http-server.js';
+import { readFileSync } from 'node:fs';
+import { RateLimitError } from './errors.js';
+import type { Scheduler } from './provider/xds-backoff.js';
+import { createXdsRuleProvider, type XdsRuleProvider } from './provider/xds-rule-provider.js';
+import { xdsBackoffPolicy, xdsTlsOptions } from './provider/xds-settings.js';
+import type { GrpcTlsOptions } from './server/grpc-server.js';
+import { CertificateReloader, loadKeyPair } from './server/tls-cert-reloader.js';
+import { clientCertificateProblem } from './server/tls-client-verify.js';
+import { RateLimitService } from './service.js';
+import type { Settings } from './settings.js';
+import { startStatsSinks, type StatsSinks, type StatsSinksOptions } from './stats/stats-sinks.js';
+import { StatsStore } from './stats/stats-store.js';
+import type { Tracing } from './tracing/tracing.js';
+
+export interface AppDeps {
+  logger: Logger;
+  /** Statistics sinks to start with the listeners (none when omitted: stats stay in memory). */
+  statsSinks?: StatsSinksOptions;
+  clock?: Clock;
+  random?: RandomSource;
+  stats?: StatsStore;
+  /** OpenTelemetry tracing (TRACING_ENABLED); without it no tracing code runs per request. */
+  tracing?: Tracing;
+  /** Timers of the xDS reconnect backoff (real timers when omitted). */
+  xdsScheduler?: Scheduler;
+}
+
+export interface RateLimitApp {
+  readonly settings: Settings;
+  readonly logger: Logger;
+  readonly stats: StatsStore;
+  readonly health: HealthChecker;
+  readonly store: CounterStore;
+  readonly service: RateLimitService;
+  readonly grpc: GrpcServer;
+  readonly http: HttpServer;
+  readonly debug: DebugServer;
+  /** The FILE rule provider (reads, watches and reloads the rule directory). */
+  readonly fileProvider: FileRuleProvider;
+  /** Directory the rule files are read from. */
+  readonly rulesDirectory: string;
+  /** The xDS rule source (CONFIG_TYPE=GRPC_XDS_SOTW), started by main; undefined in file mode. */
+  readonly xds: XdsRuleProvider | undefined;
+  /** Watches GRPC_SERVER_TLS_CERT/_KEY while the listeners are open (GRPC_SERVER_USE_TLS). */
+  readonly certReloader: CertificateReloader | undefined;
+  /** Reads and swaps in the rule files; on error keeps the previous rules and returns the error. */
+  loadRules(): Error | undefined;
+  /** The running statistics sinks (after start). */
+  sinks(): StatsSinks | undefined;
+  /** Starts watching the rules and opens the gRPC, HTTP and debug listeners. */
+  start(): Promise<{ grpc: AddressInfo; http: AddressInfo; debug: AddressInfo }>;
+  /**
+   * Graceful stop: health unhealthy at once, listeners keep serving for SHUTDOWN_DRAIN_DELAY, then
+   * stop accepting while in-flight requests finish (bounded by SHUTDOWN_TIMEOUT), then the store
+   * closes, the last stats are pushed and traces flushed. Calling it again returns the same promise.
+   */
+  stop(): Promise<void>;
+}
+
+/** Health component names, as upstream names them. */
+export const HEALTH_STORE = 'redis';
+export const HEALTH_CONFIG = 'config';
+export const HEALTH_SIGTERM = 'sigterm';
+
+export function limiterOptionsFrom(s: Settings): LimiterOptions {
+  return Object.freeze({
+    cacheKeyPrefix: s.cacheKeyPrefix,
+    nearLimitRatio: s.nearLimitRatio,
+    expirationJitterMaxSeconds: s.expirationJitterMaxSeconds,
+    localCacheSizeInBytes: s.localCacheSizeInBytes,
+    stopCacheKeyIncrementWhenOverlimit: s.stopCacheKeyIncrementWhenOverlimit,
+    shadowMode: s.shadowMode,
+    quotaMode: s.quotaMode,
+    responseDynamicMetadata: s.responseDynamicMetadata,
+    responseHeaders: Object.freeze({
+      enabled: s.limitResponseHeadersEnabled,
+      limitHeader: s.limitLimitHeader,
+      remainingHeader: s.limitRemainingHeader,
+      resetHeader: s.limitResetHeader,
+    }),
+  });
+}
+
+function createStore(s: Settings, clock: Clock, random: RandomSource, stats: StatsStore, logger: Logger): CounterStore {
+  switch (s.backendType) {
+    case 'memory':
+      return new MemoryStore({ clock, maxKeys: s.memoryStoreMaxKeys, stats });
+    case 'redis':
+      return createKvStore(s, { stats, logger, random });
+    case 'mcstore':
+      return new MemcachedStore({
+        ...(s.mcstoreHostPort.length > 0 ? { servers: s.mcstoreHostPort } : {}),
+        ...(s.mcstoreSrv !== '' ? { srv: { name: s.mcstoreSrv, refreshMs: s.mcstoreSrvRefreshMs, lookup: createSrvLookup(s.mcstoreSrvDnsServer, s.mcstoreTimeoutMs) } } : {}),
+        connectionsPerNode: s.mcstoreMaxIdleConns,
+        timeoutMs: s.mcstoreTimeoutMs,
+        tls: mcstoreTlsOptions(s),
+        clock,
+        random,
+        stats,
+        logger: logger.child({ component: 'memcached' }),
+      });
+  }
+}
+
+export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitApp {
+  const logger = deps.logger;
+  const clock = deps.clock ?? systemClock;
+  const random = deps.random ?? mathRandom;
+  const stats = deps.stats ?? new StatsStore();
+
+  const health = new HealthChecker({ [HEALTH_STORE]: false, [HEALTH_SIGTERM]: true });
+  if (settings.healthyWithAtLeastOneConfigLoaded) health.set(HEALTH_CONFIG, false);
+
+  const store = createStore(settings, clock, random, stats, logger);
+  trackStoreHealth(health, HEALTH_STORE, store, settings.kvstoreHealthCheckActiveConnection);
+
+  const tracing = deps.tracing;
+  const serviceStore = tracing !== undefined ? tracing.traceStore(store) : store;
+  const service = new RateLimitService({ store: serviceStore, stats, clock, random, options: limiterOptionsFrom(settings) });
+  service.onRulesChanged((rules: RuleSet) => {
+    if (settings.healthyWithAtLeastOneConfigLoaded) health.set(HEALTH_CONFIG, rules.domainCount > 0);
+  });
+
+  const serviceCall = service.shouldRateLimit.bind(service);
+  const shouldRateLimit = tracing !== undefined ? tracing.traceShouldRateLimit(serviceCall) : serviceCall;
+  const healthSource = { isHealthy: () => health.isHealthy(), onChange: (cb: () => void) => health.onChange(() => cb()) };
+  const callStats = new Map<string, { total: ReturnType<StatsStore['counter']>; time: ReturnType<StatsStore['timer']> }>();
+  const onCall = (method: string, ms: number): void => {
+    let h = callStats.get(method);
+    if (h === undefined) {
+      h = { total: stats.counter(`ratelimit_server.${method}.total_requests`), time: stats.timer(`ratelimit_server.${method}.response_time`) };
+      callStats.set(method, h);
+    }
+    h.total.inc();
+    h.time.record(Math.round(ms));
+  };
+  const grpcTls = serverTlsOptions(settings);
+  const grpc = createGrpcServer({
+    shouldRateLimit,
+    health: healthSource,
+    onCall,
+    logger: logger.child({ component: 'grpc' }),
+    tls: grpcTls,
+    maxConnectionAgeMs: settings.grpcMaxConnectionAgeMs,
+    maxConnectionAgeGraceMs: settings.grpcMaxConnectionAgeGraceMs,
+    transport: settings.grpcTransport,
+    random,
+  });
+  const certReloader =
+    grpcTls === undefined
+      ? undefined
+      : new CertificateReloader({
+          certPath: settings.grpcServerTlsCert,
+          keyPath: settings.grpcServerTlsKey,
+          initial: { key: grpcTls.key as Buffer, cert: grpcTls.cert as Buffer },
+          apply: (pair) => grpc.setTls({ ...grpcTls, key: pair.key, cert: pair.cert }),
+          logger: logger.child({ component: 'tls' }),
+        });
+  const xds =
+    settings.configType !== 'GRPC_XDS_SOTW'
+      ? undefined
+      : createXdsRuleProvider({
+          serverUrl: settings.xdsServerUrl,
+          nodeId: settings.xdsNodeId,
+          nodeMetadata: settings.xdsNodeMetadata,
+          headers: settings.xdsClientHeaders,
+          tls: xdsTlsOptions(settings),
+          maxReceiveBytes: settings.xdsMaxMsgSizeBytes,
+          connectTimeoutMs: settings.xdsConnectRetryIntervalMs,
+          backoff: xdsBackoffPolicy(settings),
+          mergeDomainConfig: settings.mergeDomainConfig,
+          sink: service,
+          stats,
+          logger: logger.child({ component: 'xds' }),
+          scheduler: deps.xdsScheduler,
+          random,
+        });
+  const http = createHttpServer({ shouldRateLimit, health: healthSource, logger: logger.child({ component: 'http' }) });
+  const debug = createDebugServer({ rules: () => service.currentRuleSet(), stats, logger: logger.child({ component: 'debug' }) });
+  const fileProvider = new FileRuleProvider(
+    {
+      runtimeRoot: settings.runtimeRoot,
+      runtimeSubdirectory: settings.runtimeSubdirectory,
+      runtimeAppDirectory: settings.runtimeAppDirectory,
+      ignoreDotfiles: settings.runtimeIgnoreDotfiles,
+      watchRoot: settings.runtimeWatchRoot,
+      debounceMs: settings.runtimeWatchDebounceMs,
+      mergeDomainConfig: settings.mergeDomainConfig,
+    },
+    { sink: service, stats, logger: logger.child({ component: 'rules' }) },
+  );
+  const rulesDirectory = fileProvider.directory;
+  const loadRules = (): Error | undefined => {
+    const outcome = fileProvider.load();
+    return outcome.ok ? undefined : outcome.error;
+  };
+
+  let sinks: StatsSinks | undefined;
+  let gaugeTimer: NodeJS.Timeout | undefined;
+  const start = async (): Promise<{ grpc: AddressInfo; http: AddressInfo; debug: AddressInfo }> => {
+    if (xds === undefined) fileProvider.start();
+    if (deps.statsSinks !== undefined) {
+      sinks = await startStatsSinks(deps.statsSinks, { store: stats, logger });
+      if (sinks.metricsAddress !== undefined) logger.info({ address: `${sinks.metricsAddress.address}:${sinks.metricsAddress.port}` }, 'metrics server listening');
+      const cache = service.localCache;
+      if (cache !== undefined) {
+        gaugeTimer = setInterval(() => cache.refreshGauges(), Math.min(deps.statsSinks.flushIntervalMs, 10_000));
+        gaugeTimer.unref();
+      }
+    }
+    if (settings.backendType === 'redis' && 'waitUntilConnected' in store) {
+      // Upstream blocks start-up until Redis answers (KVSTORE_STARTUP_*); a give-up rejects start().
+      await waitForStore(store as WaitableStore, {
+        initialIntervalMs: settings.kvstoreStartupInitialIntervalMs,
+        maxIntervalMs: settings.kvstoreStartupMaxIntervalMs,
+        maxElapsedMs: settings.kvstoreStartupMaxElapsedMs,
+        url: maskUrl(settings.kvstoreUrl),
+        random,
+        logger: logger.child({ component: 'redis' }),
+      });
+    }
+    if (store instanceof MemcachedStore) {
+      // An SRV name that does not resolve is fatal, as upstream; nodes that do not answer yet are not (fail-open).
+      await store.ready();
+      await store.waitUntilConnected(settings.mcstoreTimeoutMs * 4).catch((err: unknown) => {
+        logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'memcached not reachable yet; counting from 0 until it is');
+      });
+    }
+    await debug.listen(settings.debugHost, settings.debugPort);
+    const d = debug.address() as AddressInfo;
+    logger.info({ address: `${d.address}:${d.port}` }, 'debug server listening');
+    if (settings.grpcUds !== '') await grpc.listenUnix(settings.grpcUds);
+    else await grpc.listen(settings.grpcHost, settings.grpcPort);
+    certReloader?.start();
+    await http.listen(settings.host, settings.port);
+    // A unix socket has no port: it is reported as { address: <path>, family: 'unix', port: 0 }.
+    const g = settings.grpcUds !== '' ? { address: settings.grpcUds, family: 'unix', port: 0 } : (grpc.address() as AddressInfo);
+    const h = http.address() as AddressInfo;
+    logger.info({ address: g.family === 'unix' ? `unix:${g.address}` : `${g.address}:${g.port}`, tls: grpcTls !== undefined, mtls: grpcTls?.requestClientCert === true }, 'gRPC server listening');
+    logger.info({ address: `${h.address}:${h.port}` }, 'HTTP server listening');
+    return { grpc: g, http: h, debug: d };
+  };
+
+  let stopping: Promise<void> | undefined;
+  const drainAndClose = async (): Promise<void> => {
+    health.set(HEALTH_SIGTERM, false);
+    fileProvider.stop();
+    xds?.stop();
+    certReloader?.stop();
+    const drainMs = settings.shutdownDrainDelayMs;
+    if (drainMs > 0 && grpc.address() !== null) {
+      logger.info({ drainDelayMs: drainMs }, 'health is unhealthy; listeners keep serving until the drain delay has passed');
+      await delay(drainMs);
+    }
+    // Keep part of SHUTDOWN_TIMEOUT for the store, the last stats push and the trace flush.
+    const timeoutMs = settings.shutdownTimeoutMs;
+    const deadline = Date.now() + timeoutMs;
+    const graceMs = Math.max(0, timeoutMs - Math.min(3000, timeoutMs / 2));
+    logger.info({ graceMs }, 'listeners stop accepting; waiting for in-flight requests');
+    await Promise.all([grpc.close(graceMs), http.close(graceMs), debug.close()]);
+    await store.close();
+    if (gaugeTimer !== undefined) clearInterval(gaugeTimer);
+    service.localCache?.refreshGauges();
+    await sinks?.stop();
+    await tracing?.shutdown(Math.max(100, Math.min(5000, deadline - Date.now() - 100)));
+  };
+  const stop = (): Promise<void> => (stopping ??= drainAndClose());
+
+  return { settings, logger, stats, health, store, service, grpc, http, debug, fileProvider, rulesDirectory, xds, certReloader, loadRules, sinks: () => sinks, start, stop };
+}
+
+/** GRPC_SERVER_USE_TLS and mutual TLS as server options; the files were checked by loadSettings. */
+function serverTlsOptions(s: Settings): GrpcTlsOptions | undefined {
+  if (!s.grpcServerUseTls) return undefined;
+  let pair;
+  try {
+    pair = loadKeyPair(s.grpcServerTlsCert, s.grpcServerTlsKey);
+  } catch (err) {
+    throw new RateLimitError('settings_invalid', `GRPC_SERVER_TLS_CERT/GRPC_SERVER_TLS_KEY: cannot load the key pair: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  if (s.grpcClientTlsCacert === '') return { key: pair.key, cert: pair.cert };
+  const san = s.grpcClientTlsSan;
+  return {
+    key: pair.key,
+    cert: pair.cert,
+    ca: readFileSync(s.grpcClientTlsCacert),
+    requestClientCert: true,
+    verifyClient: san === '' ? undefined : (cert) => clientCertificateProblem(cert, san),
+  };
+}

@@ -1,0 +1,459 @@
+// The memcached counter store (BACKEND_TYPE=mcstore). Semantics as upstream's (reference §3.20):
+// the only round trip on the critical path is one multi-key `get` per connection touched (in
+// parallel); the answer is `stored value + addend`; the writes follow asynchronously — `incr` for
+// keys that exist, `add` with the expiration for keys that do not, and the other one when that
+// loses a race (`incr` NOT_FOUND → `add`, `add` NOT_STORED → `incr`). Concurrent requests can
+// therefore briefly exceed a limit, as with upstream.
+//
+// Read-your-writes for one replica: a key always travels over the same connection (node by the
+// hash ring, connection by the key hash), and the writes of a call are queued on that connection
+// before the call resolves, so the next call's `get` is answered after them.
+//
+// Fail-open, per descriptor: a key memcached cannot take (over 250 bytes, whitespace or control
+// characters) is never sent — its descriptor counts from 0 and it is logged; a node that is down
+// or slow makes its keys count from 0 (logged, `ratelimit.memcache.multiget{code=error}`). Neither
+// fails the request, the connection or the process.
+//
+// Expirations over 30 days are sent as absolute Unix times (memcached's rule), so month and year
+// counters persist — upstream sends them relative and loses them. `close()` waits for pending
+// writes (bounded by the timeout) so a graceful stop loses no hits.
+import type { ConnectionOptions as TlsOptions } from 'node:tls';
+import { mathRandom, type Clock, type RandomSource } from '../clock.js';
+import { StoreError } from '../errors.js';
+import type { Counter, StatsStore } from '../stats/stats-store.js';
+import type { CounterOp, CounterStore } from './counter-store.js';
+import { McConnection, type McConnectionEvents } from './memcached-connection.js';
+import { encodeAdd, encodeGet, encodeIncr, expirationField, GetReply, invalidKeyReason, LineReply } from './memcached-protocol.js';
+import { HashRing, keyHash } from './memcached-ring.js';
+import { resolveSrvTargets, type SrvLookup } from './srv.js';
+import type { StoreLogger } from './redis-store.js';
+
+export interface MemcachedStoreOptions {
+  /** Static node list (MCSTORE_HOST_PORT); exclusive with `srv`. */
+  servers?: readonly string[] | undefined;
+  /** SRV discovery (MCSTORE_SRV, MCSTORE_SRV_REFRESH; refreshMs 0 = resolve once). */
+  srv?: { name: string; refreshMs: number; lookup: SrvLookup } | undefined;
+  /** Connections per node, each pipelining (MCSTORE_MAX_IDLE_CONNS). */
+  connectionsPerNode: number;
+  /** Bound on connect and on every reply, in ms. */
+  timeoutMs: number;
+  tls?: TlsOptions | undefined;
+  clock: Clock;
+  random?: RandomSource | undefined;
+  stats?: StatsStore | undefined;
+  logger?: StoreLogger | undefined;
+  /** First reconnect delay in ms (doubles per failed attempt); default 50. */
+  reconnectMinMs?: number | undefined;
+  /** Largest reconnect delay in ms; default 2000. */
+  reconnectMaxMs?: number | undefined;
+}
+
+interface McNode {
+  address: string;
+  conns: McConnection[];
+}
+
+/** `host:port` → host and port; IPv6 hosts in brackets. */
+export function parseHostPort(text: string): { host: string; port: number } {
+  const i = text.lastIndexOf(':');
+  let host = i < 0 ? '' : text.slice(0, i);
+  const port = Number(text.slice(i + 1));
+  if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
+  if (host === '' || !Number.isInteger(port) || port <= 0 || port > 65535) throw new StoreError(`memcached address must be host:port, got ${JSON.stringify(text)}`);
+  return { host, port };
+}
+
+interface McStats {
+  getOk: Counter;
+  getErr: Counter;
+  incrOk: Counter;
+  incrMiss: Counter;
+  incrErr: Counter;
+  addOk: Counter;
+  addErr: Counter;
+  addNotStored: Counter;
+  keysRequested: Counter;
+  keysFound: Counter;
+}
+
+function registerStats(stats: StatsStore | undefined): McStats | undefined {
+  if (stats === undefined) return undefined;
+  const c = (name: string, code?: string): Counter => stats.counter(`ratelimit.memcache.${name}`, code === undefined ? undefined : { code });
+  return {
+    getOk: c('multiget', 'success'),
+    getErr: c('multiget', 'error'),
+    incrOk: c('increment', 'success'),
+    incrMiss: c('increment', 'miss'),
+    incrErr: c('increment', 'error'),
+    addOk: c('add', 'success'),
+    addErr: c('add', 'error'),
+    addNotStored: c('add', 'not_stored'),
+    keysRequested: c('keys_requested'),
+    keysFound: c('keys_found'),
+  };
+}
+
+/** Per distinct key of one call. */
+interface KeyPlan {
+  conn: McConnection | undefined;
+  addend: number;
+  expireSeconds: number;
+  before: number;
+  found: boolean;
+}
+
+const LOG_EVERY_MS = 5_000;
+
+export class MemcachedStore implements CounterStore {
+  readonly kind = 'memcached';
+  private nodes = new Map<string, McNode>();
+  private ring = new HashRing<McNode>(new Map());
+  private readyCount = 0;
+  private closed = false;
+  private pendingWrites = 0;
+  private drainWaiters: (() => void)[] = [];
+  private readonly listeners: ((connected: boolean) => void)[] = [];
+  private readonly stats: McStats | undefined;
+  private readonly logger: StoreLogger | undefined;
+  private readonly clock: Clock;
+  private readonly random: RandomSource;
+  private readonly events: McConnectionEvents;
+  private readonly initial: Promise<void>;
+  private refreshTimer: NodeJS.Timeout | undefined;
+  private readonly lastLog = new Map<string, { at: number; suppressed: number }>();
+
+  constructor(private readonly opts: MemcachedStoreOptions) {
+    const hasList = opts.servers !== undefined && opts.servers.length > 0;
+    if (hasList && opts.srv !== undefined) throw new StoreError('Both MCSTORE_HOST_PORT and MCSTORE_SRV are set');
+    if (!hasList && opts.srv === undefined) throw new StoreError('memcached needs MCSTORE_HOST_PORT or MCSTORE_SRV');
+    if (!Number.isInteger(opts.connectionsPerNode) || opts.connectionsPerNode < 1) throw new StoreError(`memcached connections per node must be >= 1, got ${opts.connectionsPerNode}`);
+    if (!(opts.timeoutMs > 0)) throw new StoreError(`memcached timeout must be > 0 ms, got ${opts.timeoutMs}`);
+    this.clock = opts.clock;
+    this.random = opts.random ?? mathRandom;
+    this.logger = opts.logger;
+    this.stats = registerStats(opts.stats);
+    this.events = {
+      onReady: () => {
+        this.readyCount++;
+        if (this.readyCount === 1) {
+          this.logger?.info({ nodes: [...this.nodes.keys()] }, 'memcached connected');
+          this.emit(true);
+        }
+      },
+      onDown: (conn, err) => {
+        this.readyCount--;
+        if (!this.closed) this.logger?.warn({ node: conn.address, err: err.message }, 'memcached connection lost');
+        if (this.readyCount === 0) this.emit(false);
+      },
+    };
+    if (hasList) {
+      for (const s of opts.servers ?? []) parseHostPort(s);
+      this.setServers(opts.servers ?? []);
+      this.initial = Promise.resolve();
+    } else {
+      this.initial = this.refresh(true);
+      // Callers learn of a failed first lookup through ready(); this keeps it from being unhandled.
+      this.initial.catch(() => undefined);
+    }
+  }
+
+  /** Resolves once the node list is known (SRV answered); rejects with `Unable to fetch servers from SRV` otherwise. */
+  ready(): Promise<void> {
+    return this.initial;
+  }
+
+  /** The node addresses in use, sorted. */
+  servers(): string[] {
+    return [...this.nodes.keys()].sort();
+  }
+
+  /** The node a key maps to (diagnostics and tests). */
+  nodeFor(key: string): string | undefined {
+    return this.ring.lookup(keyHash(key))?.address;
+  }
+
+  async increment(ops: readonly CounterOp[]): Promise<number[]> {
+    if (this.closed) throw new StoreError('memcached store closed');
+    if (ops.length === 0) return [];
+    const plans = new Map<string, KeyPlan>();
+    for (const op of ops) {
+      const p = plans.get(op.key);
+      if (p !== undefined) {
+        p.addend += op.addend;
+        continue;
+      }
+      plans.set(op.key, { conn: this.connectionFor(op.key), addend: op.addend, expireSeconds: op.expireSeconds, before: 0, found: false });
+    }
+    await this.fetch(plans);
+    const running = new Map<string, number>();
+    const out = new Array<number>(ops.length);
+    for (let i = 0; i < ops.length; i++) {
+      const op = ops[i] as CounterOp;
+      const v = (running.get(op.key) ?? (plans.get(op.key) as KeyPlan).before) + op.addend;
+      running.set(op.key, v);
+      out[i] = v;
+    }
+    // Queued before the caller continues, so its next call reads after these writes.
+    const now = this.clock.now();
+    for (const [key, p] of plans) {
+      if (p.conn !== undefined && p.addend > 0) this.write(p.conn, key, p.addend, expirationField(p.expireSeconds, now), p.found);
+    }
+    return out;
+  }
+
+  async get(keys: readonly string[]): Promise<number[]> {
+    if (this.closed) throw new StoreError('memcached store closed');
+    const plans = new Map<string, KeyPlan>();
+    for (const k of keys) if (!plans.has(k)) plans.set(k, { conn: this.connectionFor(k), addend: 0, expireSeconds: 0, before: 0, found: false });
+    await this.fetch(plans);
+    return keys.map((k) => (plans.get(k) as KeyPlan).before);
+  }
+
+  isConnected(): boolean {
+    return this.readyCount > 0;
+  }
+
+  onConnectionChange(listener: (connected: boolean) => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** Resolves once a node answers; rejects with StoreError after `timeoutMs`. */
+  async waitUntilConnected(timeoutMs: number): Promise<void> {
+    await this.initial;
+    if (this.isConnected()) return;
+    await new Promise<void>((resolve, reject) => {
+      const listener = (up: boolean): void => {
+        if (!up) return;
+        clearTimeout(timer);
+        this.removeListener(listener);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        this.removeListener(listener);
+        const cause = [...this.nodes.values()].flatMap((n) => n.conns).find((c) => c.lastError !== undefined)?.lastError;
+        reject(new StoreError(`memcached not connected after ${timeoutMs} ms${cause !== undefined ? `: ${cause.message}` : ''}`));
+      }, timeoutMs);
+      this.listeners.push(listener);
+    });
+  }
+
+  /** Resolves once every asynchronous write issued so far has been answered (or failed). */
+  settled(): Promise<void> {
+    if (this.pendingWrites === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  /** Waits for the asynchronous writes (bounded by the timeout), then closes every connection. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.refreshTimer !== undefined) clearInterval(this.refreshTimer);
+    await this.initial.catch(() => undefined);
+    if (this.pendingWrites > 0) {
+      // A write chain takes up to three round trips (incr, add, incr); each is bounded by the timeout.
+      let t: NodeJS.Timeout | undefined;
+      await Promise.race([this.settled(), new Promise<void>((resolve) => (t = setTimeout(resolve, 3 * this.opts.timeoutMs)))]);
+      clearTimeout(t);
+    }
+    await Promise.all([...this.nodes.values()].flatMap((n) => n.conns.map((c) => c.close())));
+  }
+
+  private connectionFor(key: string): McConnection | undefined {
+    const reason = invalidKeyReason(key);
+    if (reason !== undefined) {
+      this.logThrottled('bad-key', { key: key.length > 300 ? `${key.slice(0, 300)}…` : key, reason }, 'memcached cannot store this key; its descriptor counts from 0');
+      return undefined;
+    }
+    const h = keyHash(key);
+    const node = this.ring.lookup(h);
+    if (node === undefined) return undefined;
+    // The high bits pick the connection, so it is independent of the ring position.
+    return node.conns[(h >>> 16) % node.conns.length];
+  }
+
+  /** One `get` per connection touched, in parallel; fills `before`/`found`; failures leave 0. */
+  private async fetch(plans: Map<string, KeyPlan>): Promise<void> {
+    const groups = new Map<McConnection, string[]>();
+    for (const [key, p] of plans) {
+      if (p.conn === undefined) continue;
+      const g = groups.get(p.conn);
+      if (g === undefined) groups.set(p.conn, [key]);
+      else g.push(key);
+    }
+    if (groups.size === 0) return;
+    let failed = false;
+    let found = 0;
+    let requested = 0;
+    const one = (conn: McConnection, keys: string[]): Promise<void> =>
+      new Promise<void>((resolve) => {
+        requested += keys.length;
+        conn.send(
+          encodeGet(keys),
+          new GetReply((err, values) => {
+            if (err !== undefined) {
+              failed = true;
+              this.logThrottled(`get-${conn.address}`, { node: conn.address, err: err.message }, 'memcached get failed; its keys count from 0');
+            }
+            for (const [k, v] of values) {
+              const p = plans.get(k);
+              if (p === undefined || p.found) continue;
+              p.before = v;
+              p.found = true;
+              found++;
+            }
+            resolve();
+          }),
+        );
+      });
+    const waits: Promise<void>[] = [];
+    for (const [conn, keys] of groups) waits.push(one(conn, keys));
+    await (waits.length === 1 ? waits[0] : Promise.all(waits));
+    if (this.stats !== undefined) {
+      (failed ? this.stats.getErr : this.stats.getOk).inc();
+      this.stats.keysRequested.add(requested);
+      this.stats.keysFound.add(found);
+    }
+  }
+
+  /** The asynchronous write chain of one key. */
+  private write(conn: McConnection, key: string, delta: number, exptime: number, exists: boolean): void {
+    this.pendingWrites++;
+    const s = this.stats;
+    const finish = (): void => {
+      this.pendingWrites--;
+      if (this.pendingWrites === 0 && this.drainWaiters.length > 0) {
+        const waiters = this.drainWaiters;
+        this.drainWaiters = [];
+        for (const w of waiters) w();
+      }
+    };
+    const fail = (what: string, err: StoreError): void => {
+      this.logThrottled(`write-${conn.address}`, { node: conn.address, err: err.message }, `memcached ${what} failed; hits lost`);
+      finish();
+    };
+    const incr = (retry: boolean): void =>
+      conn.send(
+        encodeIncr(key, delta),
+        new LineReply((err, line) => {
+          if (err !== undefined) {
+            s?.incrErr.inc();
+            fail('incr', err);
+          } else if (line === 'NOT_FOUND') {
+            s?.incrMiss.inc();
+            if (retry) add(false);
+            else fail('incr', new StoreError('key vanished between add and incr'));
+          } else {
+            s?.incrOk.inc();
+            finish();
+          }
+        }),
+      );
+    const add = (retry: boolean): void =>
+      conn.send(
+        encodeAdd(key, delta, exptime),
+        new LineReply((err, line) => {
+          if (err !== undefined) {
+            s?.addErr.inc();
+            fail('add', err);
+          } else if (line === 'NOT_STORED') {
+            s?.addNotStored.inc();
+            if (retry) incr(false);
+            else fail('add', new StoreError('key exists but incr missed it'));
+          } else {
+            s?.addOk.inc();
+            finish();
+          }
+        }),
+      );
+    if (exists) incr(true);
+    else add(true);
+  }
+
+  private setServers(list: readonly string[]): void {
+    const wanted = new Set(list);
+    const next = new Map<string, McNode>();
+    for (const address of [...wanted].sort()) {
+      const existing = this.nodes.get(address);
+      if (existing !== undefined) {
+        next.set(address, existing);
+        continue;
+      }
+      const { host, port } = parseHostPort(address);
+      const conns: McConnection[] = [];
+      for (let i = 0; i < this.opts.connectionsPerNode; i++) {
+        conns.push(
+          new McConnection({
+            host,
+            port,
+            tls: this.opts.tls,
+            timeoutMs: this.opts.timeoutMs,
+            backoffMinMs: this.opts.reconnectMinMs ?? 50,
+            backoffMaxMs: this.opts.reconnectMaxMs ?? 2000,
+            random: this.random,
+            now: () => Date.now(),
+            events: this.events,
+          }),
+        );
+      }
+      next.set(address, { address, conns });
+      for (const c of conns) c.connect();
+    }
+    const removed = [...this.nodes.values()].filter((n) => !wanted.has(n.address));
+    this.nodes = next;
+    this.ring = new HashRing(next);
+    for (const n of removed) for (const c of n.conns) void c.close();
+  }
+
+  /** Resolves the SRV name and swaps the node list when it changed. */
+  private async refresh(first: boolean): Promise<void> {
+    const srv = this.opts.srv;
+    if (srv === undefined) return;
+    let list: string[];
+    try {
+      list = await resolveSrvTargets(srv.lookup, srv.name);
+      if (list.length === 0) throw new Error('no targets');
+    } catch (err) {
+      const why = err instanceof Error ? err.message : String(err);
+      if (first) throw new StoreError(`Unable to fetch servers from SRV ${srv.name}: ${why}`);
+      this.logger?.warn({ srv: srv.name, err: why }, 'memcached SRV refresh failed; keeping the previous nodes');
+      return;
+    }
+    if (this.closed) return;
+    const current = this.servers();
+    if (list.join(',') !== current.join(',')) {
+      if (!first) this.logger?.info({ srv: srv.name, from: current, to: list }, 'memcached nodes changed');
+      this.setServers(list);
+    }
+    if (first && srv.refreshMs > 0) {
+      this.refreshTimer = setInterval(() => void this.refresh(false), srv.refreshMs);
+      this.refreshTimer.unref();
+    }
+  }
+
+  private logThrottled(kind: string, obj: object, msg: string): void {
+    if (this.logger === undefined) return;
+    const now = Date.now();
+    const last = this.lastLog.get(kind);
+    if (last !== undefined && now - last.at < LOG_EVERY_MS) {
+      last.suppressed++;
+      return;
+    }
+    this.lastLog.set(kind, { at: now, suppressed: 0 });
+    this.logger.warn({ ...obj, ...(last !== undefined && last.suppressed > 0 ? { suppressed: last.suppressed } : {}) }, msg);
+  }
+
+  private removeListener(listener: (connected: boolean) => void): void {
+    const i = this.listeners.indexOf(listener);
+    if (i >= 0) this.listeners.splice(i, 1);
+  }
+
+  private emit(connected: boolean): void {
+    for (const l of [...this.listeners]) {
+      try {
+        l(connected);
+      } catch (err) {
+        this.logger?.warn({ err: (err as Error).message }, 'connection listener failed');
+      }
+    }
+  }
+}

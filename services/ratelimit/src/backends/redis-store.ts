@@ -1,0 +1,153 @@
+// The Redis counter store for KVSTORE_TYPE=single: INCRBY + EXPIRE per op, every op of a call
+// pipelined in one round trip (no MULTI, no Lua), over a fixed pool of lean RESP connections
+// (connection-pool.ts: on-empty behaviours, TLS, pipeline window). The commands of all calls made
+// in one event-loop turn share one socket write (see resp-connection.ts); bench/store-micro.mjs
+// compares this client with ioredis.
+import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
+import type { RandomSource } from '../clock.js';
+import { StoreError } from '../errors.js';
+import type { StatsStore } from '../stats/stats-store.js';
+import { ConnectionPool, type OnEmptyBehavior, type StoreLogger } from './connection-pool.js';
+import type { CounterOp, CounterStore } from './counter-store.js';
+import { encodeCommand, encodeIncrements, IncrementReplies, MgetReply } from './redis-commands.js';
+import type { RespEndpoint } from './resp-connection.js';
+
+export type { StoreLogger } from './connection-pool.js';
+
+export interface RedisStoreOptions {
+  /** `host:port` (tcp) or a unix socket path (unix). */
+  url: string;
+  socketType: 'tcp' | 'unix';
+  /** `password` or `user:password` (split at the first `:`). */
+  auth?: string | undefined;
+  /** Number of connections (KVSTORE_POOL_SIZE). */
+  poolSize: number;
+  /** Bound for connecting and for every call, in milliseconds (KVSTORE_TIMEOUT). */
+  timeoutMs: number;
+  /** Registers `<statsPrefix>.cx_active` (gauge), `.cx_total` and `.cx_local_close` (counters). */
+  stats?: StatsStore | undefined;
+  /** Default `ratelimit.redis_pool`; the per-second store uses `ratelimit.redis_per_second_pool`. */
+  statsPrefix?: string | undefined;
+  logger?: StoreLogger | undefined;
+  /** First reconnect delay in ms (doubles per failed attempt); default 50. */
+  reconnectMinMs?: number | undefined;
+  /** Largest reconnect delay in ms; default 2000. */
+  reconnectMaxMs?: number | undefined;
+  /** Jitter source for reconnect delays. */
+  random?: RandomSource | undefined;
+  /** KVSTORE_POOL_ON_EMPTY_BEHAVIOR (default WAIT here; the setting defaults to CREATE). */
+  onEmpty?: OnEmptyBehavior | undefined;
+  /** KVSTORE_POOL_ON_EMPTY_WAIT_DURATION in ms (default 1000). */
+  onEmptyWaitMs?: number | undefined;
+  /** Callers one connection carries before it counts as busy (default 64). */
+  maxPendingPerConnection?: number | undefined;
+  /** KVSTORE_PIPELINE_WINDOW in ms (0: flush at the end of the event-loop turn). */
+  pipelineWindowMs?: number | undefined;
+  /** TLS options (KVSTORE_TLS*); plain when undefined. */
+  tls?: TlsConnectionOptions | undefined;
+}
+
+/** Parses KVSTORE_URL for the given socket type. */
+export function parseRedisEndpoint(url: string, socketType: 'tcp' | 'unix'): RespEndpoint {
+  if (socketType === 'unix') {
+    if (url.length === 0) throw new StoreError('redis unix socket path is empty');
+    return { kind: 'unix', path: url };
+  }
+  const i = url.lastIndexOf(':');
+  const port = Number(url.slice(i + 1));
+  let host = i < 0 ? '' : url.slice(0, i);
+  if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
+  if (i < 0 || host.length === 0 || !Number.isInteger(port) || port <= 0 || port > 65535) {
+    throw new StoreError(`redis url must be host:port, got ${JSON.stringify(url)}`);
+  }
+  return { kind: 'tcp', host, port };
+}
+
+/** AUTH arguments for `password` or `user:password`; undefined when no auth is configured. */
+export function authCommand(auth: string | undefined): string[] | undefined {
+  if (auth === undefined || auth.length === 0) return undefined;
+  const i = auth.indexOf(':');
+  return i < 0 ? ['AUTH', auth] : ['AUTH', auth.slice(0, i), auth.slice(i + 1)];
+}
+
+/** Hides credentials that a URL may carry (`scheme://user:pass@host` or `pass@host`). */
+export function maskUrl(url: string): string {
+  return url.replace(/(^|[/,])([^/,@]*)@/g, '$1***@');
+}
+
+/** Pool options shared by every mode, from store options. */
+export function poolOptionsFrom(opts: Omit<RedisStoreOptions, 'url' | 'socketType'>, endpoint: RespEndpoint, label: string) {
+  return {
+    endpoint,
+    label,
+    size: opts.poolSize,
+    timeoutMs: opts.timeoutMs,
+    handshake: ((): string[][] => {
+      const a = authCommand(opts.auth);
+      return a !== undefined ? [a] : [];
+    })(),
+    onEmpty: opts.onEmpty ?? 'WAIT',
+    onEmptyWaitMs: opts.onEmptyWaitMs ?? 1000,
+    maxPendingPerConnection: opts.maxPendingPerConnection,
+    pipelineWindowMs: opts.pipelineWindowMs ?? 0,
+    tls: opts.tls,
+    stats: opts.stats,
+    statsPrefix: opts.statsPrefix,
+    logger: opts.logger,
+    reconnectMinMs: opts.reconnectMinMs,
+    reconnectMaxMs: opts.reconnectMaxMs,
+    random: opts.random,
+  } satisfies ConstructorParameters<typeof ConnectionPool>[0];
+}
+
+/** INCRBY+EXPIRE for `ops` through `pool`, one pipelined round trip. */
+export function incrementVia(pool: ConnectionPool, ops: readonly CounterOp[]): Promise<number[]> {
+  if (ops.length === 0) return Promise.resolve([]);
+  const text = encodeIncrements(ops);
+  return new Promise((resolve, reject) => pool.send(text, new IncrementReplies(ops.length, resolve, reject)));
+}
+
+/** MGET of `keys` through `pool` (missing keys are 0). */
+export function getVia(pool: ConnectionPool, keys: readonly string[]): Promise<number[]> {
+  if (keys.length === 0) return Promise.resolve([]);
+  const text = encodeCommand(['MGET', ...keys]);
+  return new Promise((resolve, reject) => pool.send(text, new MgetReply(resolve, reject)));
+}
+
+export class RedisStore implements CounterStore {
+  readonly kind = 'redis';
+  readonly pool: ConnectionPool;
+
+  constructor(opts: RedisStoreOptions) {
+    const endpoint = parseRedisEndpoint(opts.url, opts.socketType);
+    this.pool = new ConnectionPool(poolOptionsFrom(opts, endpoint, maskUrl(opts.url)));
+  }
+
+  increment(ops: readonly CounterOp[]): Promise<number[]> {
+    return incrementVia(this.pool, ops);
+  }
+
+  get(keys: readonly string[]): Promise<number[]> {
+    return getVia(this.pool, keys);
+  }
+
+  isConnected(): boolean {
+    return this.pool.isConnected();
+  }
+
+  onConnectionChange(listener: (connected: boolean) => void): void {
+    this.pool.onConnectionChange(listener);
+  }
+
+  /**
+   * Resolves once a connection is ready; rejects with StoreError after `timeoutMs` (start-up waits
+   * for Redis like upstream does, the caller owns the retry policy).
+   */
+  waitUntilConnected(timeoutMs: number): Promise<void> {
+    return this.pool.waitUntilConnected(timeoutMs);
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}

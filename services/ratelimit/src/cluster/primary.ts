@@ -1,0 +1,123 @@
+// The primary process of worker mode (WORKERS > 1). It forks the workers — they share the gRPC,
+// HTTP and debug listeners through node:cluster's shared handles (the primary accepts and hands
+// connections out round robin; Node 20 has no SO_REUSEPORT option) — owns the statistics sinks
+// fed by the workers' batches, replaces a worker that dies after it started, and on SIGTERM,
+// SIGINT or SIGHUP forwards SIGTERM to every worker (each drains like a single process does),
+// waits for them, pushes the last statistics and exits 0 (1 if a worker failed or the bound hit).
+// It serves no requests itself; each worker answers health for itself, truthfully.
+import cluster, { type Worker } from 'node:cluster';
+import { dirname, extname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Logger } from '../logger.js';
+import { startStatsSinks, type StatsSinksOptions } from '../stats/stats-sinks.js';
+import { StatsStore } from '../stats/stats-store.js';
+import { isStatsBatch, StatsAggregator } from './stats-relay.js';
+
+export interface PrimaryOptions {
+  workers: number;
+  logger: Logger;
+  statsSinks: StatsSinksOptions;
+  /** How long workers get to stop after the signal before they are killed. */
+  stopBoundMs: number;
+}
+
+const RESPAWN_MIN_MS = 500;
+const RESPAWN_MAX_MS = 10_000;
+
+/** node's own flags without an inline script, so a worker runs the entry module with the same loaders. */
+export function workerExecArgv(execArgv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < execArgv.length; i++) {
+    const a = execArgv[i] as string;
+    if (a === '-e' || a === '--eval' || a === '-p' || a === '--print') {
+      i++;
+      continue;
+    }
+    if (a.startsWith('--eval=') || a.startsWith('--print=')) continue;
+    out.push(a);
+  }
+  return out;
+}
+
+export async function runPrimary(o: PrimaryOptions): Promise<void> {
+  const { logger } = o;
+  const here = fileURLToPath(import.meta.url);
+  cluster.setupPrimary({ exec: join(dirname(here), `worker-entry${extname(here)}`), execArgv: workerExecArgv(process.execArgv) });
+  // Round robin everywhere (Windows defaults to letting the OS pick).
+  cluster.schedulingPolicy = cluster.SCHED_RR;
+
+  const stats = new StatsStore();
+  const aggregator = new StatsAggregator(stats);
+  const sinks = await startStatsSinks(o.statsSinks, { store: stats, logger });
+
+  const readyIds = new Set<number>();
+  let announced = false;
+  let stopping = false;
+  let failed = false;
+  let respawnDelay = RESPAWN_MIN_MS;
+
+  const fork = (): Worker => cluster.fork();
+  cluster.on('message', (worker, msg: unknown) => {
+    if (isStatsBatch(msg)) {
+      aggregator.apply(worker.id, msg);
+      return;
+    }
+    if (typeof msg === 'object' && msg !== null && (msg as { t?: unknown }).t === 'rls-ready') {
+      readyIds.add(worker.id);
+      respawnDelay = RESPAWN_MIN_MS;
+      if (!announced && readyIds.size >= o.workers) {
+        announced = true;
+        logger.info({ workers: o.workers, pids: Object.values(cluster.workers ?? {}).map((w) => w?.process.pid) }, 'all workers listening');
+      }
+    }
+  });
+
+  let exited: (() => void) | undefined;
+  cluster.on('exit', (worker, code, signal) => {
+    aggregator.forget(worker.id);
+    const started = readyIds.delete(worker.id);
+    if (stopping) {
+      if (code !== 0) failed = true;
+      if (Object.keys(cluster.workers ?? {}).length === 0) exited?.();
+      return;
+    }
+    if (!started) {
+      // A worker that cannot even start (store unreachable for good, port taken) will not do better on retry.
+      logger.fatal({ worker: worker.id, code, signal }, 'worker failed to start; stopping the service');
+      failed = true;
+      stop('worker start failure');
+      return;
+    }
+    logger.error({ worker: worker.id, code, signal, respawnInMs: respawnDelay }, 'worker died; starting a replacement');
+    setTimeout(() => {
+      if (!stopping) fork();
+    }, respawnDelay).unref();
+    respawnDelay = Math.min(RESPAWN_MAX_MS, respawnDelay * 2);
+  });
+
+  const stop = (reason: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.warn({ signal: reason, workers: Object.keys(cluster.workers ?? {}).length }, 'shutting down workers');
+    const allGone = new Promise<void>((resolve) => {
+      exited = resolve;
+      if (Object.keys(cluster.workers ?? {}).length === 0) resolve();
+    });
+    for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM');
+    const bound = setTimeout(() => {
+      logger.error({ boundMs: o.stopBoundMs }, 'workers did not stop in time; killing them');
+      failed = true;
+      for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGKILL');
+    }, o.stopBoundMs);
+    void allGone
+      .then(async () => {
+        clearTimeout(bound);
+        await sinks.stop();
+      })
+      .finally(() => process.exit(failed ? 1 : 0));
+  };
+  for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, () => stop(sig));
+
+  logger.info({ workers: o.workers }, 'starting worker processes');
+  for (let i = 0; i < o.workers; i++) fork();
+}

@@ -1,0 +1,105 @@
+// `ratelimit`: settings → app → rules → listen; SIGTERM/SIGINT/SIGHUP drain and exit 0.
+import cluster from 'node:cluster';
+import { availableParallelism } from 'node:os';
+import { buildRateLimitApp } from './app.js';
+import { runPrimary } from './cluster/primary.js';
+import { startWorkerRole } from './cluster/worker-role.js';
+import { resolveWorkerCount } from './cluster/worker-settings.js';
+import type { Tracing } from './tracing/tracing.js';
+import { isRateLimitError } from './errors.js';
+import { createLogger } from './logger.js';
+import { loadSettings, type LoadedSettings } from './settings.js';
+
+export async function run(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  let loaded: LoadedSettings;
+  try {
+    loaded = loadSettings(env);
+  } catch (err) {
+    process.stderr.write(`ratelimit: ${isRateLimitError(err) ? err.message : String(err)}\n`);
+    process.exit(1);
+  }
+  const { settings, warnings } = loaded;
+  const rootLogger = createLogger({ level: settings.logLevel, format: settings.logFormat });
+  const logger = cluster.isWorker ? rootLogger.child({ worker: cluster.worker?.id }) : rootLogger;
+  // Worker mode (WORKERS): the primary forks the workers and owns the stats sinks; each worker runs the rest of run().
+  const plan = resolveWorkerCount(settings, availableParallelism());
+  if (cluster.isPrimary) {
+    for (const w of warnings) logger.warn(w);
+    if (plan.note !== undefined) logger.info(plan.note);
+    if (plan.count > 1) {
+      await runPrimary({ workers: plan.count, logger, statsSinks: loaded.stats, stopBoundMs: settings.shutdownDrainDelayMs + settings.shutdownTimeoutMs + 5_000 });
+      return;
+    }
+  }
+  const workerRole = cluster.isWorker ? startWorkerRole(logger) : undefined;
+
+  let tracing: Tracing | undefined;
+  if (settings.tracingEnabled) {
+    // Loaded only when wanted: the OpenTelemetry SDK costs start-up time and memory.
+    const { createTracing } = await import('./tracing/tracing.js');
+    tracing = await createTracing(
+      {
+        protocol: settings.tracingExporterProtocol,
+        serviceName: settings.tracingServiceName,
+        serviceNamespace: settings.tracingServiceNamespace,
+        serviceInstanceId: settings.tracingServiceInstanceId,
+        samplingRate: settings.tracingSamplingRate,
+      },
+      { logger: logger.child({ component: 'tracing' }) },
+    );
+  }
+  const app = buildRateLimitApp(settings, {
+    logger,
+    ...(workerRole !== undefined ? { stats: workerRole.stats } : { statsSinks: loaded.stats }),
+    ...(tracing !== undefined ? { tracing } : {}),
+  });
+  if (app.xds !== undefined) {
+    app.xds.start();
+    if (!settings.forceStartWithoutInitialConfig) {
+      // Nothing listens yet, so a signal now has nothing to drain: stop the client and leave.
+      const early = (): void => {
+        app.xds?.stop();
+        process.exit(0);
+      };
+      for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.once(sig, early);
+      logger.info({ server: settings.xdsServerUrl }, 'waiting for the first configuration from the xDS management server');
+      await app.xds.firstConfigEvent;
+      for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.off(sig, early);
+    }
+  } else {
+    app.loadRules();
+  }
+  try {
+    await app.start();
+  } catch (err) {
+    logger.fatal({ err: err instanceof Error ? err.message : String(err) }, 'cannot start listeners');
+    await app.stop().catch(() => undefined);
+    process.exit(1);
+  }
+  workerRole?.ready();
+
+  let stopping = false;
+  const shutdown = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.warn({ signal, drainDelayMs: settings.shutdownDrainDelayMs, timeoutMs: settings.shutdownTimeoutMs }, 'shutting down');
+    // The hard bound: whatever still hangs after the drain delay plus SHUTDOWN_TIMEOUT is abandoned.
+    const bound = setTimeout(() => {
+      logger.error({ timeoutMs: settings.shutdownTimeoutMs }, 'shutdown did not finish within SHUTDOWN_TIMEOUT; exiting');
+      process.exit(1);
+    }, settings.shutdownDrainDelayMs + settings.shutdownTimeoutMs);
+    bound.unref();
+    app
+      .stop()
+      .then(() => workerRole?.stop())
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          logger.error({ err: err instanceof Error ? err.message : String(err) }, 'error during shutdown');
+          process.exit(1);
+        },
+      );
+  };
+  for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, () => shutdown(sig));
+  workerRole?.onPrimaryGone(() => shutdown('primary gone'));
+}

@@ -1,0 +1,412 @@
+// The gRPC call logic shared by both HTTP/2 transports (node:http2 and the lean one in h2/):
+// the method table, request-header checks, request-message framing and size limits,
+// identity/gzip decoding, dispatch to ShouldRateLimit and grpc.health.v1, deadlines,
+// cancellation, the mapping of service errors to statuses, and the health Watch streams.
+// A transport only moves bytes: it subclasses GrpcCall with the five write operations and feeds
+// the dispatcher the request headers, the DATA bytes, the end of the request and resets.
+import type { IncomingHttpHeaders } from 'node:http2';
+import { performance } from 'node:perf_hooks';
+import { gunzip } from 'node:zlib';
+import {
+  decodeHealthCheckRequest,
+  decodeRateLimitRequest,
+  encodeHealthCheckResponse,
+  encodeRateLimitResponse,
+  HEALTH_CHECK_PATH,
+  HEALTH_WATCH_PATH,
+  isProtoDecodeError,
+  ServingStatus,
+  SHOULD_RATE_LIMIT_PATH,
+} from '@rls/rls-proto';
+import type { RateLimitRequest, RateLimitResponse } from '../domain.js';
+import { isGrpcContentType, parseGrpcTimeout } from './grpc-protocol.js';
+import { GrpcStatus, statusForServiceError } from './grpc-status.js';
+import { RATELIMIT_HEALTH_SERVICE, servingStatusOf, type HealthSource } from './health-source.js';
+import type { TransportLogger } from './transport-logger.js';
+
+/** What a handler gets besides the request: aborted when the client cancels or the deadline passes. */
+export interface CallContext {
+  readonly signal: AbortSignal;
+  /**
+   * The request's headers (gRPC metadata or HTTP headers), for trace-context propagation. A
+   * transport may build it on first read: reading it is the consumer's cost.
+   */
+  readonly headers?: IncomingHttpHeaders | undefined;
+}
+
+export type ShouldRateLimitFn = (req: RateLimitRequest, ctx: CallContext) => Promise<RateLimitResponse>;
+
+export const DEFAULT_MAX_RECEIVE = 4 * 1024 * 1024;
+export const MAX_TIMER_MS = 2_147_483_647;
+
+export const KIND_NONE = -1;
+export const KIND_RLS = 0;
+export const KIND_CHECK = 1;
+export const KIND_WATCH = 2;
+
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * One gRPC call on some transport. It is also the handler's CallContext; the AbortController is
+ * made only when the handler reads `signal`.
+ */
+export abstract class GrpcCall implements CallContext {
+  kind = KIND_NONE;
+  encoding: string | undefined = undefined;
+  start = 0;
+  first: Buffer | undefined = undefined;
+  chunks: Buffer[] | undefined = undefined;
+  received = 0;
+  /** Frame length (prefix + message) once the prefix has arrived; -1 before. */
+  expected = -1;
+  /** A final status was sent, or the stream went away: nothing more may be written. */
+  done = false;
+  /** The client finished sending the request. */
+  ended = false;
+  timer: NodeJS.Timeout | undefined = undefined;
+  controller: AbortController | undefined = undefined;
+  /** Health Watch: requested service and the last status sent. */
+  service = '';
+  lastStatus = -1;
+
+  get signal(): AbortSignal {
+    return (this.controller ??= new AbortController()).signal;
+  }
+
+  abstract get headers(): IncomingHttpHeaders | undefined;
+
+  abort(reason: string): void {
+    this.controller?.abort(new Error(reason));
+  }
+
+  /** Response headers, one message (with 5 bytes of headroom for the prefix) and OK trailers. */
+  abstract sendUnary(body: Buffer): void;
+  /**
+   * A final non-OK status: trailers-only (with `httpStatus`) when no headers were sent, else
+   * trailers. `acceptEncoding` adds grpc-accept-encoding (unsupported compression).
+   */
+  abstract sendStatus(httpStatus: number, code: number, message: string, acceptEncoding: boolean): void;
+  /** Server streaming: response headers now, messages later. False when the stream is gone. */
+  abstract startStreaming(): boolean;
+  /** Server streaming: one more message (with 5 bytes of headroom). */
+  abstract sendMessage(body: Buffer): void;
+  /**
+   * The response is complete but the client may still be sending: discard what arrives and
+   * reset the stream with NO_ERROR once our frames are out (RFC 9113 §8.1).
+   */
+  abstract stopReading(): void;
+}
+
+export interface GrpcDispatcherOptions {
+  shouldRateLimit: ShouldRateLimitFn;
+  health: HealthSource;
+  onCall?: ((method: string, ms: number) => void) | undefined;
+  logger: TransportLogger;
+  maxReceiveBytes?: number | undefined;
+  healthServiceName?: string | undefined;
+}
+
+/** Writes the gRPC length prefix (uncompressed) into the 5 bytes of headroom. */
+export function writeGrpcPrefix(body: Buffer): Buffer {
+  body[0] = 0;
+  body.writeUInt32BE(body.length - 5, 1);
+  return body;
+}
+
+function onDeadline(call: GrpcCall, d: GrpcDispatcher): void {
+  call.timer = undefined;
+  if (call.done) return;
+  call.abort('deadline exceeded');
+  d.fail(call, GrpcStatus.DEADLINE_EXCEEDED, 'deadline exceeded');
+}
+
+export class GrpcDispatcher {
+  readonly logger: TransportLogger;
+  readonly maxReceive: number;
+  readonly watchers = new Set<GrpcCall>();
+  private readonly shouldRateLimit: ShouldRateLimitFn;
+  private readonly health: HealthSource;
+  private readonly onCall: ((method: string, ms: number) => void) | undefined;
+  private readonly healthService: string;
+
+  constructor(opts: GrpcDispatcherOptions) {
+    this.shouldRateLimit = opts.shouldRateLimit;
+    this.health = opts.health;
+    this.onCall = opts.onCall;
+    this.logger = opts.logger;
+    this.maxReceive = opts.maxReceiveBytes ?? DEFAULT_MAX_RECEIVE;
+    this.healthService = opts.healthServiceName ?? RATELIMIT_HEALTH_SERVICE;
+    this.health.onChange(() => this.onHealthChange());
+  }
+
+  /**
+   * Checks the request headers and prepares the call. Returns false when the call was answered
+   * already (bad method, content type or path, malformed or expired timeout); the transport then
+   * stops feeding it.
+   */
+  begin(
+    call: GrpcCall,
+    method: string | undefined,
+    path: string | undefined,
+    contentType: string | undefined,
+    timeout: string | string[] | undefined,
+    encoding: string | string[] | undefined,
+  ): boolean {
+    if (method !== 'POST') {
+      this.refuse(call, 405, GrpcStatus.UNIMPLEMENTED, 'grpc: method must be POST');
+      return false;
+    }
+    if (!isGrpcContentType(contentType)) {
+      this.refuse(call, 415, GrpcStatus.INTERNAL, `grpc: invalid gRPC request content-type "${contentType ?? ''}"`);
+      return false;
+    }
+    const kind = path === SHOULD_RATE_LIMIT_PATH ? KIND_RLS : path === HEALTH_CHECK_PATH ? KIND_CHECK : path === HEALTH_WATCH_PATH ? KIND_WATCH : KIND_NONE;
+    if (kind === KIND_NONE) {
+      this.refuse(call, 200, GrpcStatus.UNIMPLEMENTED, unknownMethodMessage(path));
+      return false;
+    }
+    call.kind = kind;
+    call.start = performance.now();
+    call.encoding = typeof encoding === 'string' ? encoding : undefined;
+    if (timeout !== undefined) {
+      const timeoutMs = parseGrpcTimeout(timeout);
+      if (timeoutMs === undefined) return true;
+      if (Number.isNaN(timeoutMs)) {
+        this.fail(call, GrpcStatus.INTERNAL, `grpc: malformed grpc-timeout "${String(timeout)}"`);
+        return false;
+      }
+      if (timeoutMs <= 0) {
+        this.fail(call, GrpcStatus.DEADLINE_EXCEEDED, 'deadline exceeded');
+        return false;
+      }
+      if (timeoutMs <= MAX_TIMER_MS) call.timer = setTimeout(onDeadline, timeoutMs, call, this);
+    }
+    return true;
+  }
+
+  /** A request DATA chunk. The chunk is kept: the transport must not reuse its memory. */
+  onData(call: GrpcCall, chunk: Buffer): void {
+    if (call.done || chunk.length === 0) return;
+    if (call.first === undefined) call.first = chunk;
+    else (call.chunks ??= [call.first]).push(chunk);
+    call.received += chunk.length;
+    if (call.expected < 0 && call.received >= 5) {
+      const head = call.first.length >= 5 ? call.first : Buffer.concat(call.chunks ?? [call.first]);
+      const len = head.readUInt32BE(1);
+      if (len > this.maxReceive) {
+        this.fail(call, GrpcStatus.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${len} vs. ${this.maxReceive})`);
+        return;
+      }
+      call.expected = 5 + len;
+    }
+    if (call.expected >= 0 && call.received > call.expected) {
+      this.fail(call, GrpcStatus.INTERNAL, 'grpc: more than one request message on a unary or server-streaming call');
+    }
+  }
+
+  /** The client ended its half of the stream. */
+  onEnd(call: GrpcCall): void {
+    call.ended = true;
+    if (!call.done && call.kind !== KIND_NONE) this.onRequestComplete(call);
+  }
+
+  /** The stream went away (RST_STREAM, connection loss) before or after the answer. */
+  onReset(call: GrpcCall): void {
+    if (call.kind === KIND_WATCH) this.watchers.delete(call);
+    if (call.done) return;
+    // The client cancelled or the connection dropped: tell the handler so it stops waiting.
+    call.done = true;
+    if (call.timer !== undefined) clearTimeout(call.timer);
+    call.abort('client cancelled the call');
+  }
+
+  private refuse(call: GrpcCall, httpStatus: number, code: number, message: string): void {
+    call.done = true;
+    call.sendStatus(httpStatus, code, message, false);
+    if (!call.ended) call.stopReading();
+  }
+
+  private onRequestComplete(call: GrpcCall): void {
+    const total = call.received;
+    if (total === 0) {
+      this.fail(call, GrpcStatus.INTERNAL, 'grpc: no request message received');
+      return;
+    }
+    if (total < 5 || total !== call.expected) {
+      this.fail(call, GrpcStatus.INTERNAL, 'grpc: request ended inside a length-prefixed message');
+      return;
+    }
+    const body = call.chunks === undefined ? (call.first ?? EMPTY) : Buffer.concat(call.chunks, total);
+    call.first = undefined;
+    call.chunks = undefined;
+    const flag = body[0];
+    const payload = body.subarray(5);
+    if (flag === 0) {
+      this.dispatch(call, payload);
+    } else if (flag === 1) {
+      this.decompress(call, payload);
+    } else {
+      this.fail(call, GrpcStatus.INTERNAL, `grpc: invalid message flag ${String(flag)}`);
+    }
+  }
+
+  private decompress(call: GrpcCall, payload: Buffer): void {
+    const enc = call.encoding;
+    if (enc === undefined || enc === 'identity') {
+      this.fail(call, GrpcStatus.INTERNAL, 'grpc: compressed flag set on a message without grpc-encoding');
+      return;
+    }
+    if (enc !== 'gzip') {
+      this.fail(call, GrpcStatus.UNIMPLEMENTED, `grpc: Decompressor is not installed for grpc-encoding "${enc}"`, true);
+      return;
+    }
+    gunzip(payload, { maxOutputLength: this.maxReceive }, (err, out) => {
+      if (call.done) return;
+      if (err === null) this.dispatch(call, out);
+      else if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
+        this.fail(call, GrpcStatus.RESOURCE_EXHAUSTED, `grpc: decompressed message larger than max (${this.maxReceive})`);
+      } else this.fail(call, GrpcStatus.INTERNAL, `grpc: failed to decompress the request: ${err.message}`);
+    });
+  }
+
+  private dispatch(call: GrpcCall, payload: Buffer): void {
+    switch (call.kind) {
+      case KIND_RLS: {
+        let req: RateLimitRequest;
+        try {
+          req = decodeRateLimitRequest(payload);
+        } catch (err) {
+          this.failDecode(call, err);
+          return;
+        }
+        void this.runShouldRateLimit(call, req);
+        return;
+      }
+      case KIND_CHECK: {
+        let service: string;
+        try {
+          service = decodeHealthCheckRequest(payload).service;
+        } catch (err) {
+          this.failDecode(call, err);
+          return;
+        }
+        const status = servingStatusOf(service, this.health, this.healthService);
+        if (status === undefined) this.fail(call, GrpcStatus.NOT_FOUND, 'unknown service');
+        else this.respond(call, encodeHealthCheckResponse({ status }, 5));
+        this.onCall?.('Check', performance.now() - call.start);
+        return;
+      }
+      default:
+        this.startWatch(call, payload);
+    }
+  }
+
+  private failDecode(call: GrpcCall, err: unknown): void {
+    if (!isProtoDecodeError(err)) this.logger.error({ err }, 'grpc request decoding failed');
+    const detail = err instanceof Error ? err.message : String(err);
+    this.fail(call, GrpcStatus.INTERNAL, `grpc: error unmarshalling request: ${detail}`);
+  }
+
+  /** Never rejects: every outcome becomes a response on the stream. */
+  private async runShouldRateLimit(call: GrpcCall, req: RateLimitRequest): Promise<void> {
+    let res: RateLimitResponse;
+    try {
+      res = await this.shouldRateLimit(req, call);
+    } catch (err) {
+      const st = statusForServiceError(err);
+      if (st.code === GrpcStatus.INTERNAL) this.logger.error({ err }, 'ShouldRateLimit failed');
+      this.fail(call, st.code, st.message);
+      this.onCall?.('ShouldRateLimit', performance.now() - call.start);
+      return;
+    }
+    let body: Buffer;
+    try {
+      body = encodeRateLimitResponse(res, 5);
+    } catch (err) {
+      this.logger.error({ err }, 'RateLimitResponse encoding failed');
+      this.fail(call, GrpcStatus.INTERNAL, 'internal error');
+      return;
+    }
+    this.respond(call, body);
+    this.onCall?.('ShouldRateLimit', performance.now() - call.start);
+  }
+
+  private respond(call: GrpcCall, body: Buffer): void {
+    if (call.done) return;
+    call.done = true;
+    if (call.timer !== undefined) clearTimeout(call.timer);
+    try {
+      call.sendUnary(writeGrpcPrefix(body));
+    } catch (err) {
+      this.logger.debug({ err }, 'grpc response write failed');
+    }
+  }
+
+  /** Ends a call with a non-OK status: trailers-only when nothing was sent yet. */
+  fail(call: GrpcCall, code: number, message: string, acceptEncoding = false): void {
+    if (call.done) return;
+    call.done = true;
+    if (call.timer !== undefined) clearTimeout(call.timer);
+    if (call.kind === KIND_WATCH) this.watchers.delete(call);
+    try {
+      call.sendStatus(200, code, message, acceptEncoding);
+    } catch (err) {
+      this.logger.debug({ err }, 'grpc status write failed');
+    }
+    if (!call.ended) call.stopReading();
+  }
+
+  // ---- grpc.health.v1.Health/Watch ----
+
+  private startWatch(call: GrpcCall, payload: Buffer): void {
+    try {
+      call.service = decodeHealthCheckRequest(payload).service;
+    } catch (err) {
+      this.failDecode(call, err);
+      return;
+    }
+    try {
+      if (!call.startStreaming()) return;
+    } catch (err) {
+      this.logger.debug({ err }, 'grpc watch start failed');
+      return;
+    }
+    this.watchers.add(call);
+    this.pushWatch(call);
+  }
+
+  private pushWatch(call: GrpcCall): void {
+    // Unknown names get SERVICE_UNKNOWN and stay open, as grpc-go's health server does.
+    const status = servingStatusOf(call.service, this.health, this.healthService) ?? ServingStatus.SERVICE_UNKNOWN;
+    if (status === call.lastStatus) return;
+    call.lastStatus = status;
+    call.sendMessage(writeGrpcPrefix(encodeHealthCheckResponse({ status }, 5)));
+  }
+
+  private onHealthChange(): void {
+    for (const call of this.watchers) {
+      try {
+        this.pushWatch(call);
+      } catch (err) {
+        this.logger.debug({ err }, 'grpc watch update failed');
+      }
+    }
+  }
+
+  /** Shutdown: every open Watch ends with UNAVAILABLE. */
+  endWatches(): void {
+    for (const call of [...this.watchers]) this.fail(call, GrpcStatus.UNAVAILABLE, 'server shutting down');
+    this.watchers.clear();
+  }
+}
+
+export function unknownMethodMessage(path: string | undefined): string {
+  const p = path ?? '';
+  const slash = p.lastIndexOf('/');
+  const service = p.slice(1, slash > 0 ? slash : p.length);
+  const method = slash > 0 ? p.slice(slash + 1) : '';
+  if (service === 'envoy.service.ratelimit.v3.RateLimitService' || service === 'grpc.health.v1.Health') {
+    return `unknown method ${method} for service ${service}`;
+  }
+  return `unknown service ${service}`;
+}

@@ -1,0 +1,853 @@
+// One server-side HTTP/2 connection (RFC 9113) on a net or tls socket: the preface and SETTINGS
+// exchange, frame parsing, header blocks (with CONTINUATION and padding) through the HPACK
+// decoder, the stream state machine, flow control in both directions, PING, RST_STREAM, GOAWAY
+// and the error handling of §5.4 (connection errors end with GOAWAY, stream errors with
+// RST_STREAM; a peer can never crash the process). No server push, no priorities.
+//
+// Output: every frame is written into a per-connection slab; the bytes written during one
+// event-loop turn (all the responses answered by one Redis reply, say) go out in one
+// socket.write on process.nextTick.
+import type { Socket } from 'node:net';
+import type { TransportLogger } from '../transport-logger.js';
+import {
+  CONTINUATION,
+  DATA,
+  DEFAULT_MAX_FRAME,
+  DEFAULT_WINDOW,
+  ENHANCE_YOUR_CALM,
+  FLAG_ACK,
+  FLAG_END_HEADERS,
+  FLAG_END_STREAM,
+  FLAG_PADDED,
+  FLAG_PRIORITY,
+  FLOW_CONTROL_ERROR,
+  FRAME_HEADER,
+  FRAME_SIZE_ERROR,
+  GOAWAY,
+  HEADERS,
+  INTERNAL_ERROR,
+  MAX_WINDOW,
+  NO_ERROR,
+  PING,
+  PREFACE,
+  PRIORITY,
+  PROTOCOL_ERROR,
+  PUSH_PROMISE,
+  REFUSED_STREAM,
+  RST_STREAM,
+  SETTINGS,
+  SETTINGS_ENABLE_PUSH,
+  SETTINGS_HEADER_TABLE_SIZE,
+  SETTINGS_INITIAL_WINDOW_SIZE,
+  SETTINGS_MAX_CONCURRENT_STREAMS,
+  SETTINGS_MAX_FRAME_SIZE,
+  SETTINGS_MAX_HEADER_LIST_SIZE,
+  STREAM_CLOSED,
+  COMPRESSION_ERROR,
+  WINDOW_UPDATE,
+  settingsPayload,
+  writeFrameHeader,
+} from './frames.js';
+import { FIELDS_MALFORMED, FIELDS_TOO_LARGE, HpackDecoder, HpackError } from './hpack-decoder.js';
+
+/** Protocol state of one stream; the handler's stream objects carry these fields. */
+export interface H2Stream {
+  readonly id: number;
+  /** Request fields, flat [name, value, ...] as decoded. */
+  fields: string[];
+  /** What the peer lets us send on this stream. */
+  sendWindow: number;
+  /** What we let the peer send, and how much of it was consumed but not yet re-granted. */
+  recvWindow: number;
+  recvUnacked: number;
+  headersSent: boolean;
+  /** We sent (or queued, behind flow control) END_STREAM. */
+  localClosed: boolean;
+  /** The peer sent END_STREAM. */
+  remoteClosed: boolean;
+  closed: boolean;
+  /** DATA waiting for flow-control window, and the trailer block to send after it. */
+  pendingData: Buffer | undefined;
+  pendingTrailers: Buffer | undefined;
+  /** Reset with NO_ERROR once the queued response is out (the request was not read to its end). */
+  resetWhenSent: boolean;
+}
+
+export interface H2Handler<S extends H2Stream> {
+  /** A new stream with valid request fields. */
+  newStream(conn: H2Connection<S>, id: number, fields: string[]): S;
+  /** The request headers of a new stream (called right after newStream). */
+  onRequest(stream: S): void;
+  onData(stream: S, chunk: Buffer): void;
+  /** The peer ended its side of the stream. */
+  onEnd(stream: S): void;
+  /** The stream is closed: completed, reset by either side, or the connection went away. */
+  onClose(stream: S): void;
+  onConnectionClose(conn: H2Connection<S>): void;
+}
+
+export interface H2Options {
+  maxConcurrentStreams: number;
+  logger: TransportLogger;
+  /** SETTINGS_MAX_HEADER_LIST_SIZE we advertise and enforce (octets, RFC 7541 §4.1 sizing). */
+  maxHeaderListSize?: number | undefined;
+}
+
+/** What we let a peer send per stream and per connection before it must wait for WINDOW_UPDATE. */
+export const STREAM_WINDOW = 1024 * 1024;
+export const CONNECTION_WINDOW = 8 * 1024 * 1024;
+const OUR_MAX_FRAME = DEFAULT_MAX_FRAME;
+const DEFAULT_MAX_HEADER_LIST = 64 * 1024;
+const SLAB = 16 * 1024;
+/** Bytes queued in the socket beyond which we stop reading requests until the peer catches up. */
+const WRITE_BACKLOG = 4 * 1024 * 1024;
+
+const ST_PREFACE = 0;
+const ST_SETTINGS = 1;
+const ST_OPEN = 2;
+const ST_DEAD = 3;
+
+function flushConnection(conn: H2Connection<H2Stream>): void {
+  conn.flush();
+}
+
+export class H2Connection<S extends H2Stream> {
+  readonly socket: Socket;
+  private readonly handler: H2Handler<S>;
+  private readonly logger: TransportLogger;
+  private readonly maxStreams: number;
+  private readonly maxHeaderList: number;
+  private readonly decoder = new HpackDecoder();
+  readonly streams = new Map<number, S>();
+  private state = ST_PREFACE;
+  private inbuf: Buffer | undefined = undefined;
+  private lastStreamId = 0;
+  // Header block being assembled from HEADERS + CONTINUATION frames.
+  private contId = 0;
+  private contEnd = false;
+  private contParts: Buffer[] = [];
+  private contSize = 0;
+  // Flow control: our sending side.
+  private sendWindow = DEFAULT_WINDOW;
+  private peerInitialWindow = DEFAULT_WINDOW;
+  private peerMaxFrame = DEFAULT_MAX_FRAME;
+  private readonly blocked: S[] = [];
+  /** The peer changed SETTINGS_HEADER_TABLE_SIZE: our next block starts with a size update (to 0). */
+  private tableSizeUpdate = false;
+  // Flow control: the receiving side.
+  private recvWindow = CONNECTION_WINDOW;
+  private recvUnacked = 0;
+  // Output slab.
+  private out = Buffer.allocUnsafe(SLAB);
+  private outStart = 0;
+  private outLen = 0;
+  private flushScheduled = false;
+  /** GOAWAY sent: streams above goawayLastId are ignored; the connection ends when idle. */
+  private draining = false;
+  private goawayLastId = 0;
+  readonly createdAt: number;
+
+  constructor(socket: Socket, handler: H2Handler<S>, opts: H2Options, now: number) {
+    this.socket = socket;
+    this.handler = handler;
+    this.logger = opts.logger;
+    this.maxStreams = opts.maxConcurrentStreams;
+    this.maxHeaderList = opts.maxHeaderListSize ?? DEFAULT_MAX_HEADER_LIST;
+    this.createdAt = now;
+    socket.on('data', (chunk: Buffer) => this.onBytes(chunk));
+    socket.on('error', (err: Error) => this.logger.debug({ err }, 'grpc connection error'));
+    socket.on('close', () => this.onSocketClose());
+    // The server preface: our SETTINGS, then the connection window raised to CONNECTION_WINDOW.
+    this.writeFrame(
+      SETTINGS,
+      0,
+      0,
+      settingsPayload([
+        [SETTINGS_MAX_CONCURRENT_STREAMS, this.maxStreams],
+        [SETTINGS_INITIAL_WINDOW_SIZE, STREAM_WINDOW],
+        [SETTINGS_MAX_HEADER_LIST_SIZE, this.maxHeaderList],
+      ]),
+    );
+    this.writeWindowUpdate(0, CONNECTION_WINDOW - DEFAULT_WINDOW);
+  }
+
+  /** Open streams (open or half-closed). */
+  get streamCount(): number {
+    return this.streams.size;
+  }
+
+  get isDraining(): boolean {
+    return this.draining;
+  }
+
+  // ---- input ----
+
+  private onBytes(chunk: Buffer): void {
+    if (this.state === ST_DEAD) return;
+    let buf = chunk;
+    if (this.inbuf !== undefined) {
+      buf = Buffer.concat([this.inbuf, chunk]);
+      this.inbuf = undefined;
+    }
+    try {
+      this.parse(buf);
+    } catch (err) {
+      // A bug of ours, not the peer's: end this connection, keep the process.
+      this.logger.error({ err }, 'HTTP/2 connection failed');
+      this.connectionError(INTERNAL_ERROR, 'internal error');
+    }
+  }
+
+  private parse(buf: Buffer): void {
+    let pos = 0;
+    if (this.state === ST_PREFACE) {
+      const n = Math.min(buf.length, PREFACE.length);
+      if (buf.compare(PREFACE, 0, n, 0, n) !== 0) {
+        this.connectionError(PROTOCOL_ERROR, 'invalid connection preface');
+        return;
+      }
+      if (n < PREFACE.length) {
+        this.inbuf = buf;
+        return;
+      }
+      pos = PREFACE.length;
+      this.state = ST_SETTINGS;
+    }
+    const len = buf.length;
+    while (len - pos >= FRAME_HEADER) {
+      const length = (buf[pos]! << 16) | (buf[pos + 1]! << 8) | buf[pos + 2]!;
+      if (length > OUR_MAX_FRAME) {
+        this.connectionError(FRAME_SIZE_ERROR, `frame of ${length} bytes exceeds SETTINGS_MAX_FRAME_SIZE`);
+        return;
+      }
+      if (len - pos < FRAME_HEADER + length) break;
+      const type = buf[pos + 3]!;
+      const flags = buf[pos + 4]!;
+      const id = buf.readUInt32BE(pos + 5) & 0x7fffffff;
+      const payload = buf.subarray(pos + FRAME_HEADER, pos + FRAME_HEADER + length);
+      pos += FRAME_HEADER + length;
+      if (this.state === ST_SETTINGS) {
+        if (type !== SETTINGS || (flags & FLAG_ACK) !== 0) {
+          this.connectionError(PROTOCOL_ERROR, 'the client preface must start with SETTINGS');
+          return;
+        }
+        this.state = ST_OPEN;
+      }
+      this.onFrame(type, flags, id, payload);
+      if (this.state === ST_DEAD) return;
+    }
+    if (pos < len) this.inbuf = pos === 0 ? buf : buf.subarray(pos);
+  }
+
+  private onFrame(type: number, flags: number, id: number, payload: Buffer): void {
+    if (this.contId !== 0 && type !== CONTINUATION) {
+      this.connectionError(PROTOCOL_ERROR, 'expected CONTINUATION');
+      return;
+    }
+    switch (type) {
+      case DATA:
+        this.onData(flags, id, payload);
+        return;
+      case HEADERS:
+        this.onHeaders(flags, id, payload);
+        return;
+      case PRIORITY:
+        if (id === 0) this.connectionError(PROTOCOL_ERROR, 'PRIORITY on stream 0');
+        else if (payload.length !== 5) this.streamError(id, FRAME_SIZE_ERROR);
+        return;
+      case RST_STREAM:
+        this.onRstStream(id, payload);
+        return;
+      case SETTINGS:
+        this.onSettings(flags, id, payload);
+        return;
+      case PUSH_PROMISE:
+        this.connectionError(PROTOCOL_ERROR, 'PUSH_PROMISE from a client');
+        return;
+      case PING:
+        if (id !== 0) this.connectionError(PROTOCOL_ERROR, 'PING on a stream');
+        else if (payload.length !== 8) this.connectionError(FRAME_SIZE_ERROR, 'PING payload is not 8 bytes');
+        else if ((flags & FLAG_ACK) === 0) this.writeFrame(PING, FLAG_ACK, 0, payload);
+        return;
+      case GOAWAY:
+        this.onGoaway(id, payload);
+        return;
+      case WINDOW_UPDATE:
+        this.onWindowUpdate(id, payload);
+        return;
+      case CONTINUATION:
+        this.onContinuation(flags, id, payload);
+        return;
+      default:
+        return; // unknown frame types are ignored (RFC 9113 §5.5)
+    }
+  }
+
+  /** Strips padding; undefined (after a connection error) when the padding is invalid. */
+  private unpad(flags: number, payload: Buffer, extra: number): Buffer | undefined {
+    if ((flags & FLAG_PADDED) === 0) return extra === 0 ? payload : payload.length >= extra ? payload.subarray(extra) : this.tooShort();
+    if (payload.length < 1 + extra) return this.tooShort();
+    const pad = payload[0]!;
+    if (pad > payload.length - 1 - extra) {
+      this.connectionError(PROTOCOL_ERROR, 'padding longer than the frame');
+      return undefined;
+    }
+    return payload.subarray(1 + extra, payload.length - pad);
+  }
+
+  private tooShort(): undefined {
+    this.connectionError(FRAME_SIZE_ERROR, 'frame too short');
+    return undefined;
+  }
+
+  private onData(flags: number, id: number, payload: Buffer): void {
+    if (id === 0) {
+      this.connectionError(PROTOCOL_ERROR, 'DATA on stream 0');
+      return;
+    }
+    const size = payload.length;
+    // Flow control counts the whole payload, padding included (RFC 9113 §6.1).
+    this.recvWindow -= size;
+    if (this.recvWindow < 0) {
+      this.connectionError(FLOW_CONTROL_ERROR, 'connection flow-control window exceeded');
+      return;
+    }
+    this.consumed(size);
+    const data = this.unpad(flags, payload, 0);
+    if (data === undefined) return;
+    const stream = this.streams.get(id);
+    if (stream === undefined) {
+      if (id > this.lastStreamId) this.connectionError(PROTOCOL_ERROR, 'DATA on an idle stream');
+      // Otherwise a stream we closed or reset: its late DATA is dropped (§5.1).
+      return;
+    }
+    if (stream.remoteClosed) {
+      this.streamError(id, STREAM_CLOSED);
+      return;
+    }
+    stream.recvWindow -= size;
+    if (stream.recvWindow < 0) {
+      this.streamError(id, FLOW_CONTROL_ERROR);
+      return;
+    }
+    if (data.length > 0) this.handler.onData(stream, data);
+    if ((flags & FLAG_END_STREAM) !== 0) {
+      this.remoteEnd(stream);
+    } else if (!stream.closed) {
+      stream.recvUnacked += size;
+      if (stream.recvUnacked >= STREAM_WINDOW / 2) {
+        this.writeWindowUpdate(id, stream.recvUnacked);
+        stream.recvWindow += stream.recvUnacked;
+        stream.recvUnacked = 0;
+      }
+    }
+  }
+
+  /** Connection-level window: re-granted once half of it is used. */
+  private consumed(size: number): void {
+    this.recvUnacked += size;
+    if (this.recvUnacked >= CONNECTION_WINDOW / 2) {
+      this.writeWindowUpdate(0, this.recvUnacked);
+      this.recvWindow += this.recvUnacked;
+      this.recvUnacked = 0;
+    }
+  }
+
+  private remoteEnd(stream: S): void {
+    stream.remoteClosed = true;
+    this.handler.onEnd(stream);
+    this.maybeClose(stream);
+  }
+
+  private onHeaders(flags: number, id: number, payload: Buffer): void {
+    if (id === 0) {
+      this.connectionError(PROTOCOL_ERROR, 'HEADERS on stream 0');
+      return;
+    }
+    if ((id & 1) === 0) {
+      this.connectionError(PROTOCOL_ERROR, 'HEADERS on an even (server-initiated) stream id');
+      return;
+    }
+    const fragment = this.unpad(flags, payload, (flags & FLAG_PRIORITY) !== 0 ? 5 : 0);
+    if (fragment === undefined) return;
+    const endStream = (flags & FLAG_END_STREAM) !== 0;
+    if ((flags & FLAG_END_HEADERS) !== 0) {
+      this.onHeaderBlock(id, endStream, fragment);
+      return;
+    }
+    this.contId = id;
+    this.contEnd = endStream;
+    this.contParts = [fragment];
+    this.contSize = fragment.length;
+  }
+
+  private onContinuation(flags: number, id: number, payload: Buffer): void {
+    if (this.contId === 0 || id !== this.contId) {
+      this.connectionError(PROTOCOL_ERROR, 'unexpected CONTINUATION');
+      return;
+    }
+    this.contSize += payload.length;
+    // A field block may legitimately be a little larger than the list it encodes (Huffman
+    // expansion is the other way round); beyond that it is a CONTINUATION flood.
+    if (this.contSize > this.maxHeaderList + OUR_MAX_FRAME) {
+      this.connectionError(ENHANCE_YOUR_CALM, 'field block too large');
+      return;
+    }
+    this.contParts.push(payload);
+    if ((flags & FLAG_END_HEADERS) === 0) return;
+    const block = Buffer.concat(this.contParts, this.contSize);
+    this.contId = 0;
+    this.contParts = [];
+    this.onHeaderBlock(id, this.contEnd, block);
+  }
+
+  private onHeaderBlock(id: number, endStream: boolean, block: Buffer): void {
+    const fields: string[] = [];
+    let result: number;
+    try {
+      result = this.decoder.decode(block, fields, this.maxHeaderList);
+    } catch (err) {
+      if (!(err instanceof HpackError)) throw err;
+      this.connectionError(COMPRESSION_ERROR, err.message);
+      return;
+    }
+    const existing = this.streams.get(id);
+    if (existing !== undefined) {
+      // Trailers: they must end the stream.
+      if (existing.remoteClosed) this.streamError(id, STREAM_CLOSED);
+      else if (!endStream) this.streamError(id, PROTOCOL_ERROR);
+      else this.remoteEnd(existing);
+      return;
+    }
+    if (id <= this.lastStreamId) return; // a stream we closed or reset; its fields were decoded for the table
+    this.lastStreamId = id;
+    if (this.draining && id > this.goawayLastId) return; // after our GOAWAY: not processed (§6.8)
+    if (this.streams.size >= this.maxStreams) {
+      this.streamError(id, REFUSED_STREAM);
+      return;
+    }
+    if ((result & FIELDS_TOO_LARGE) !== 0) {
+      // Over the SETTINGS_MAX_HEADER_LIST_SIZE we advertised: the stream is refused unread.
+      this.streamError(id, ENHANCE_YOUR_CALM);
+      return;
+    }
+    if ((result & FIELDS_MALFORMED) !== 0 || !validRequestFields(fields)) {
+      this.streamError(id, PROTOCOL_ERROR);
+      return;
+    }
+    const stream = this.handler.newStream(this, id, fields);
+    stream.sendWindow = this.peerInitialWindow;
+    // Set before onRequest: an immediate answer must not reset a stream the peer already ended.
+    stream.remoteClosed = endStream;
+    this.streams.set(id, stream);
+    this.handler.onRequest(stream);
+    if (endStream && !stream.closed) {
+      this.handler.onEnd(stream);
+      this.maybeClose(stream);
+    }
+  }
+
+  private onRstStream(id: number, payload: Buffer): void {
+    if (id === 0) {
+      this.connectionError(PROTOCOL_ERROR, 'RST_STREAM on stream 0');
+      return;
+    }
+    if (payload.length !== 4) {
+      this.connectionError(FRAME_SIZE_ERROR, 'RST_STREAM payload is not 4 bytes');
+      return;
+    }
+    if (id > this.lastStreamId) {
+      this.connectionError(PROTOCOL_ERROR, 'RST_STREAM on an idle stream');
+      return;
+    }
+    const stream = this.streams.get(id);
+    if (stream !== undefined) this.closeStream(stream);
+  }
+
+  private onSettings(flags: number, id: number, payload: Buffer): void {
+    if (id !== 0) {
+      this.connectionError(PROTOCOL_ERROR, 'SETTINGS on a stream');
+      return;
+    }
+    if ((flags & FLAG_ACK) !== 0) {
+      if (payload.length !== 0) this.connectionError(FRAME_SIZE_ERROR, 'SETTINGS ACK with a payload');
+      return;
+    }
+    if (payload.length % 6 !== 0) {
+      this.connectionError(FRAME_SIZE_ERROR, 'SETTINGS payload is not a multiple of 6 bytes');
+      return;
+    }
+    for (let i = 0; i < payload.length; i += 6) {
+      const key = payload.readUInt16BE(i);
+      const value = payload.readUInt32BE(i + 2);
+      switch (key) {
+        case SETTINGS_HEADER_TABLE_SIZE:
+          this.tableSizeUpdate = true;
+          break;
+        case SETTINGS_ENABLE_PUSH:
+          if (value > 1) {
+            this.connectionError(PROTOCOL_ERROR, 'SETTINGS_ENABLE_PUSH must be 0 or 1');
+            return;
+          }
+          break;
+        case SETTINGS_INITIAL_WINDOW_SIZE: {
+          if (value > MAX_WINDOW) {
+            this.connectionError(FLOW_CONTROL_ERROR, 'SETTINGS_INITIAL_WINDOW_SIZE above 2^31-1');
+            return;
+          }
+          const delta = value - this.peerInitialWindow;
+          this.peerInitialWindow = value;
+          for (const s of this.streams.values()) {
+            s.sendWindow += delta;
+            if (s.sendWindow > MAX_WINDOW) {
+              this.streamError(s.id, FLOW_CONTROL_ERROR);
+            }
+          }
+          break;
+        }
+        case SETTINGS_MAX_FRAME_SIZE:
+          if (value < DEFAULT_MAX_FRAME || value > 0xffffff) {
+            this.connectionError(PROTOCOL_ERROR, 'SETTINGS_MAX_FRAME_SIZE out of range');
+            return;
+          }
+          this.peerMaxFrame = value;
+          break;
+        default:
+          break; // MAX_CONCURRENT_STREAMS (we never push), MAX_HEADER_LIST_SIZE (advisory), unknown
+      }
+    }
+    this.writeFrame(SETTINGS, FLAG_ACK, 0, undefined);
+    this.drainBlocked();
+  }
+
+  private onGoaway(id: number, payload: Buffer): void {
+    if (id !== 0) {
+      this.connectionError(PROTOCOL_ERROR, 'GOAWAY on a stream');
+      return;
+    }
+    if (payload.length < 8) {
+      this.connectionError(FRAME_SIZE_ERROR, 'GOAWAY payload too short');
+      return;
+    }
+    const code = payload.readUInt32BE(4);
+    if (code !== NO_ERROR) this.logger.debug({ code }, 'client sent GOAWAY with an error');
+    // The client opens no more streams; the ones in flight are answered, then we hang up.
+    this.draining = true;
+    this.goawayLastId = this.lastStreamId;
+    if (this.streams.size === 0) this.end();
+  }
+
+  private onWindowUpdate(id: number, payload: Buffer): void {
+    if (payload.length !== 4) {
+      this.connectionError(FRAME_SIZE_ERROR, 'WINDOW_UPDATE payload is not 4 bytes');
+      return;
+    }
+    const inc = payload.readUInt32BE(0) & 0x7fffffff;
+    if (id === 0) {
+      if (inc === 0) {
+        this.connectionError(PROTOCOL_ERROR, 'WINDOW_UPDATE with increment 0');
+        return;
+      }
+      this.sendWindow += inc;
+      if (this.sendWindow > MAX_WINDOW) {
+        this.connectionError(FLOW_CONTROL_ERROR, 'connection window above 2^31-1');
+        return;
+      }
+      this.drainBlocked();
+      return;
+    }
+    if (id > this.lastStreamId) {
+      this.connectionError(PROTOCOL_ERROR, 'WINDOW_UPDATE on an idle stream');
+      return;
+    }
+    const stream = this.streams.get(id);
+    if (stream === undefined) return;
+    if (inc === 0) {
+      this.streamError(id, PROTOCOL_ERROR);
+      return;
+    }
+    stream.sendWindow += inc;
+    if (stream.sendWindow > MAX_WINDOW) {
+      this.streamError(id, FLOW_CONTROL_ERROR);
+      return;
+    }
+    if (stream.pendingData !== undefined) this.drainBlocked();
+  }
+
+  // ---- output ----
+
+  /** Reserves `n` bytes in the output slab and returns their offset in `this.out`. */
+  private reserve(n: number): number {
+    if (this.outLen + n > this.out.length) {
+      if (this.outLen > this.outStart && !this.socket.destroyed && !this.socket.writableEnded) this.socket.write(this.out.subarray(this.outStart, this.outLen));
+      this.out = Buffer.allocUnsafe(Math.max(SLAB, n));
+      this.outStart = 0;
+      this.outLen = 0;
+    }
+    const off = this.outLen;
+    this.outLen += n;
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      process.nextTick(flushConnection, this);
+    }
+    return off;
+  }
+
+  flush(): void {
+    this.flushScheduled = false;
+    if (this.outLen === this.outStart) return;
+    const chunk = this.out.subarray(this.outStart, this.outLen);
+    this.outStart = this.outLen;
+    const socket = this.socket;
+    if (socket.destroyed || socket.writableEnded) return;
+    socket.write(chunk);
+    // A peer that sends requests but does not read the answers must not grow our memory.
+    if (socket.writableLength > WRITE_BACKLOG && !socket.isPaused()) {
+      socket.pause();
+      socket.once('drain', () => socket.resume());
+    }
+  }
+
+  private writeFrame(type: number, flags: number, id: number, payload: Buffer | undefined): void {
+    const len = payload?.length ?? 0;
+    const off = this.reserve(FRAME_HEADER + len);
+    writeFrameHeader(this.out, off, len, type, flags, id);
+    if (payload !== undefined) payload.copy(this.out, off + FRAME_HEADER);
+  }
+
+  private writeWindowUpdate(id: number, inc: number): void {
+    const off = this.reserve(FRAME_HEADER + 4);
+    writeFrameHeader(this.out, off, 4, WINDOW_UPDATE, 0, id);
+    this.out.writeUInt32BE(inc, off + FRAME_HEADER);
+  }
+
+  /** HEADERS (+ CONTINUATION when the block exceeds the peer's frame size) of a pre-encoded block. */
+  writeHeaders(stream: S, block: Buffer, endStream: boolean): void {
+    if (stream.closed || stream.localClosed) return;
+    const prefix = this.tableSizeUpdate ? 1 : 0;
+    this.tableSizeUpdate = false;
+    const total = block.length + prefix;
+    const endFlag = endStream ? FLAG_END_STREAM : 0;
+    if (total <= this.peerMaxFrame) {
+      const off = this.reserve(FRAME_HEADER + total);
+      writeFrameHeader(this.out, off, total, HEADERS, FLAG_END_HEADERS | endFlag, stream.id);
+      if (prefix === 1) this.out[off + FRAME_HEADER] = 0x20; // dynamic table size update to 0
+      block.copy(this.out, off + FRAME_HEADER + prefix);
+    } else {
+      const whole = prefix === 1 ? Buffer.concat([Buffer.from([0x20]), block]) : block;
+      let pos = 0;
+      while (pos < whole.length) {
+        const n = Math.min(this.peerMaxFrame, whole.length - pos);
+        const last = pos + n === whole.length;
+        const type = pos === 0 ? HEADERS : CONTINUATION;
+        const flags = (last ? FLAG_END_HEADERS : 0) | (pos === 0 ? endFlag : 0);
+        this.writeFrame(type, flags, stream.id, whole.subarray(pos, pos + n));
+        pos += n;
+      }
+    }
+    stream.headersSent = true;
+    if (endStream) {
+      stream.localClosed = true;
+      this.maybeClose(stream);
+    }
+  }
+
+  /** DATA within the flow-control windows; the rest waits for WINDOW_UPDATE. */
+  writeData(stream: S, data: Buffer): void {
+    if (stream.closed || stream.localClosed) return;
+    if (stream.pendingData !== undefined) {
+      stream.pendingData = Buffer.concat([stream.pendingData, data]);
+      return;
+    }
+    const sent = this.sendDataNow(stream, data);
+    if (sent < data.length) {
+      stream.pendingData = data.subarray(sent);
+      this.blocked.push(stream);
+    }
+  }
+
+  /** Trailers (HEADERS with END_STREAM), after any DATA still waiting for window. */
+  writeTrailers(stream: S, block: Buffer): void {
+    if (stream.closed || stream.localClosed) return;
+    if (stream.pendingData !== undefined) stream.pendingTrailers = block;
+    else this.writeHeaders(stream, block, true);
+  }
+
+  private sendDataNow(stream: S, data: Buffer): number {
+    let off = 0;
+    while (off < data.length) {
+      const n = Math.min(this.sendWindow, stream.sendWindow, this.peerMaxFrame, data.length - off);
+      if (n <= 0) break;
+      const o = this.reserve(FRAME_HEADER + n);
+      writeFrameHeader(this.out, o, n, DATA, 0, stream.id);
+      data.copy(this.out, o + FRAME_HEADER, off, off + n);
+      off += n;
+      this.sendWindow -= n;
+      stream.sendWindow -= n;
+    }
+    return off;
+  }
+
+  private drainBlocked(): void {
+    let i = 0;
+    while (i < this.blocked.length && this.sendWindow > 0) {
+      const s = this.blocked[i]!;
+      const data = s.pendingData;
+      if (s.closed || data === undefined) {
+        this.blocked.splice(i, 1);
+        continue;
+      }
+      const sent = this.sendDataNow(s, data);
+      if (sent < data.length) {
+        s.pendingData = data.subarray(sent);
+        i++;
+        continue;
+      }
+      s.pendingData = undefined;
+      this.blocked.splice(i, 1);
+      const trailers = s.pendingTrailers;
+      s.pendingTrailers = undefined;
+      if (trailers !== undefined) this.writeHeaders(s, trailers, true);
+      if (s.resetWhenSent && !s.closed) this.resetStream(s, NO_ERROR);
+    }
+  }
+
+  /**
+   * Our response is complete (or will be, once flow control lets it out) but the peer has not
+   * finished sending: reset the stream with NO_ERROR after the response (RFC 9113 §8.1).
+   */
+  stopReading(stream: S): void {
+    if (stream.closed || stream.remoteClosed) return;
+    if (stream.pendingData !== undefined) stream.resetWhenSent = true;
+    else this.resetStream(stream, NO_ERROR);
+  }
+
+  resetStream(stream: S, code: number): void {
+    if (stream.closed) return;
+    this.writeRst(stream.id, code);
+    this.closeStream(stream);
+  }
+
+  private writeRst(id: number, code: number): void {
+    const off = this.reserve(FRAME_HEADER + 4);
+    writeFrameHeader(this.out, off, 4, RST_STREAM, 0, id);
+    this.out.writeUInt32BE(code, off + FRAME_HEADER);
+  }
+
+  private streamError(id: number, code: number): void {
+    const stream = this.streams.get(id);
+    if (stream !== undefined) this.resetStream(stream, code);
+    else this.writeRst(id, code);
+  }
+
+  private maybeClose(stream: S): void {
+    if (stream.localClosed && stream.remoteClosed && stream.pendingData === undefined) this.closeStream(stream);
+  }
+
+  private closeStream(stream: S): void {
+    if (stream.closed) return;
+    stream.closed = true;
+    this.streams.delete(stream.id);
+    this.handler.onClose(stream);
+    if (this.draining && this.streams.size === 0 && this.state !== ST_DEAD) this.end();
+  }
+
+  // ---- connection lifecycle ----
+
+  /** Graceful: GOAWAY(NO_ERROR, last stream id); streams in flight finish, then the socket ends. */
+  shutdown(): void {
+    if (this.state === ST_DEAD) return;
+    if (!this.draining) {
+      this.draining = true;
+      this.goawayLastId = this.lastStreamId;
+      this.writeGoaway(NO_ERROR, '');
+    }
+    if (this.streams.size === 0) this.end();
+  }
+
+  private writeGoaway(code: number, debug: string): void {
+    const text = Buffer.from(debug, 'utf8');
+    const payload = Buffer.allocUnsafe(8 + text.length);
+    payload.writeUInt32BE(this.lastStreamId, 0);
+    payload.writeUInt32BE(code, 4);
+    text.copy(payload, 8);
+    this.writeFrame(GOAWAY, 0, 0, payload);
+  }
+
+  /** Connection error (RFC 9113 §5.4.1): GOAWAY with the code, then close. */
+  connectionError(code: number, debug: string): void {
+    if (this.state === ST_DEAD) return;
+    this.logger.debug({ code, err: debug }, 'HTTP/2 connection error');
+    this.writeGoaway(code, debug);
+    this.end();
+  }
+
+  /** Flushes, half-closes, and destroys once the peer had a moment to read our last frames. */
+  private end(): void {
+    if (this.state === ST_DEAD) return;
+    this.state = ST_DEAD;
+    this.flush();
+    for (const s of [...this.streams.values()]) this.closeStream(s);
+    const socket = this.socket;
+    if (socket.destroyed) return;
+    socket.end();
+    const t = setTimeout(() => socket.destroy(), 1000);
+    t.unref();
+    socket.once('close', () => clearTimeout(t));
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
+
+  private onSocketClose(): void {
+    this.state = ST_DEAD;
+    for (const s of [...this.streams.values()]) this.closeStream(s);
+    this.handler.onConnectionClose(this);
+  }
+}
+
+const CONNECTION_SPECIFIC = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
+
+/**
+ * Request fields of RFC 9113 §8.3.1: pseudo-headers first, each at most once, only the request
+ * ones, :method :scheme :path present; no connection-specific fields; `te` only "trailers".
+ */
+function validRequestFields(fields: string[]): boolean {
+  let method = false;
+  let scheme = false;
+  let path = false;
+  let authority = false;
+  let regular = false;
+  for (let i = 0; i < fields.length; i += 2) {
+    const name = fields[i]!;
+    if (name.charCodeAt(0) === 0x3a) {
+      if (regular) return false;
+      switch (name) {
+        case ':method':
+          if (method) return false;
+          method = true;
+          break;
+        case ':scheme':
+          if (scheme) return false;
+          scheme = true;
+          break;
+        case ':path':
+          if (path || fields[i + 1] === '') return false;
+          path = true;
+          break;
+        case ':authority':
+          if (authority) return false;
+          authority = true;
+          break;
+        default:
+          return false;
+      }
+    } else {
+      regular = true;
+      if (CONNECTION_SPECIFIC.has(name)) return false;
+      if (name === 'te' && fields[i + 1] !== 'trailers') return false;
+    }
+  }
+  return method && scheme && path;
+}

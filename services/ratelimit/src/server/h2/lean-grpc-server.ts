@@ -1,0 +1,288 @@
+// GRPC_TRANSPORT=lean: the gRPC calls of grpc-calls.ts on our own HTTP/2 connections
+// (connection.ts) over net/tls servers. One LeanCall object per stream carries both the HTTP/2
+// stream state and the gRPC call state; responses are pre-encoded HPACK blocks plus the message,
+// written into the connection's output slab.
+import type { IncomingHttpHeaders } from 'node:http2';
+import net, { type AddressInfo } from 'node:net';
+import tls, { type PeerCertificate, type TLSSocket } from 'node:tls';
+import { jitteredAge } from '../connection-age.js';
+import { GrpcCall, GrpcDispatcher, MAX_TIMER_MS } from '../grpc-calls.js';
+import { encodeGrpcMessage } from '../grpc-protocol.js';
+import type { GrpcRandom, GrpcServer, GrpcServerOptions, GrpcTlsOptions } from '../grpc-server.js';
+import { listenOn, removeStaleSocket, tlsContextOptions } from '../listen-support.js';
+import { silentLogger, type TransportLogger } from '../transport-logger.js';
+import { H2Connection, STREAM_WINDOW, type H2Handler, type H2Stream } from './connection.js';
+import { OK_HEADERS_BLOCK, OK_TRAILERS_BLOCK, statusTrailersBlock, trailersOnlyBlock } from './hpack-encoder.js';
+
+class LeanCall extends GrpcCall implements H2Stream {
+  readonly id: number;
+  readonly conn: H2Connection<LeanCall>;
+  fields: string[];
+  sendWindow = 0;
+  recvWindow = STREAM_WINDOW;
+  recvUnacked = 0;
+  headersSent = false;
+  localClosed = false;
+  remoteClosed = false;
+  closed = false;
+  pendingData: Buffer | undefined = undefined;
+  pendingTrailers: Buffer | undefined = undefined;
+  resetWhenSent = false;
+  private headerObject: IncomingHttpHeaders | undefined = undefined;
+
+  constructor(conn: H2Connection<LeanCall>, id: number, fields: string[]) {
+    super();
+    this.conn = conn;
+    this.id = id;
+    this.fields = fields;
+  }
+
+  /** Built on first read only (tracing): the hot path never pays for it. */
+  get headers(): IncomingHttpHeaders {
+    if (this.headerObject !== undefined) return this.headerObject;
+    const h: Record<string, string | string[]> = {};
+    const f = this.fields;
+    for (let i = 0; i < f.length; i += 2) {
+      const name = f[i]!;
+      const value = f[i + 1]!;
+      const prev = h[name];
+      if (prev === undefined) h[name] = value;
+      else if (typeof prev === 'string') h[name] = [prev, value];
+      else prev.push(value);
+    }
+    this.headerObject = h as IncomingHttpHeaders;
+    return this.headerObject;
+  }
+
+  sendUnary(body: Buffer): void {
+    const conn = this.conn;
+    conn.writeHeaders(this, OK_HEADERS_BLOCK, false);
+    conn.writeData(this, body);
+    conn.writeTrailers(this, OK_TRAILERS_BLOCK);
+  }
+
+  sendStatus(httpStatus: number, code: number, message: string, acceptEncoding: boolean): void {
+    const msg = encodeGrpcMessage(message);
+    if (!this.headersSent) this.conn.writeHeaders(this, trailersOnlyBlock(httpStatus, code, msg, acceptEncoding), true);
+    else this.conn.writeTrailers(this, statusTrailersBlock(code, msg));
+  }
+
+  startStreaming(): boolean {
+    if (this.closed) return false;
+    this.conn.writeHeaders(this, OK_HEADERS_BLOCK, false);
+    return true;
+  }
+
+  sendMessage(body: Buffer): void {
+    this.conn.writeData(this, body);
+  }
+
+  stopReading(): void {
+    this.conn.stopReading(this);
+  }
+}
+
+interface ConnectionTimers {
+  age: NodeJS.Timeout | undefined;
+  grace: NodeJS.Timeout | undefined;
+}
+
+function onAge(conn: H2Connection<LeanCall>, server: LeanServer, ageMs: number): void {
+  server.reachedAge(conn, ageMs);
+}
+
+function onGraceOver(conn: H2Connection<LeanCall>): void {
+  conn.destroy();
+}
+
+class LeanServer implements H2Handler<LeanCall> {
+  readonly server: net.Server | tls.Server;
+  readonly logger: TransportLogger;
+  private readonly d: GrpcDispatcher;
+  private readonly connections = new Map<H2Connection<LeanCall>, ConnectionTimers>();
+  private readonly maxStreams: number;
+  private closing = false;
+  private verifyClient: ((cert: PeerCertificate) => string | undefined) | undefined;
+  private readonly maxAgeMs: number;
+  private readonly ageGraceMs: number;
+  private readonly random: GrpcRandom;
+
+  constructor(opts: GrpcServerOptions) {
+    this.logger = opts.logger ?? silentLogger;
+    this.d = new GrpcDispatcher({ ...opts, logger: this.logger });
+    this.maxStreams = opts.maxConcurrentStreams ?? 1000;
+    this.verifyClient = opts.tls?.verifyClient;
+    this.maxAgeMs = opts.maxConnectionAgeMs ?? 0;
+    this.ageGraceMs = opts.maxConnectionAgeGraceMs ?? 0;
+    this.random = opts.random ?? { int: (max) => Math.floor(Math.random() * max) };
+    if (opts.tls !== undefined) {
+      this.server = tls.createServer(
+        {
+          ...tlsContextOptions(opts.tls),
+          requestCert: opts.tls.requestClientCert === true,
+          rejectUnauthorized: opts.tls.requestClientCert === true,
+          ALPNProtocols: ['h2'],
+        },
+        (socket) => this.onSecureSocket(socket),
+      );
+      this.server.on('tlsClientError', (err: Error) => this.logger.debug({ err }, 'grpc TLS handshake failed'));
+    } else {
+      this.server = net.createServer((socket) => this.onSocket(socket));
+    }
+  }
+
+  private onSecureSocket(socket: TLSSocket): void {
+    // A TLS client that did not negotiate h2 (e.g. plain HTTPS/1.1) cannot speak gRPC.
+    if (socket.alpnProtocol !== 'h2') {
+      socket.destroy();
+      return;
+    }
+    if (this.verifyClient !== undefined) {
+      // The TLS layer verified the chain; the extra conditions (SAN, key usage) are checked
+      // before a single byte of HTTP/2 is read.
+      const problem = this.verifyClient(socket.getPeerCertificate());
+      if (problem !== undefined) {
+        this.logger.debug({ err: problem }, 'grpc client certificate refused');
+        socket.destroy();
+        return;
+      }
+    }
+    this.onSocket(socket);
+  }
+
+  private onSocket(socket: net.Socket): void {
+    if (this.closing) {
+      socket.destroy();
+      return;
+    }
+    socket.setNoDelay(true);
+    const conn = new H2Connection<LeanCall>(socket, this, { maxConcurrentStreams: this.maxStreams, logger: this.logger }, Date.now());
+    const timers: ConnectionTimers = { age: undefined, grace: undefined };
+    this.connections.set(conn, timers);
+    if (this.maxAgeMs > 0) {
+      const ageMs = jitteredAge(this.maxAgeMs, this.random);
+      timers.age = setTimeout(onAge, ageMs, conn, this, ageMs);
+      timers.age.unref();
+    }
+  }
+
+  /** GOAWAY after the jittered age, then a forced close after the grace (as grpc-go's MaxConnectionAge). */
+  reachedAge(conn: H2Connection<LeanCall>, ageMs: number): void {
+    const timers = this.connections.get(conn);
+    if (timers === undefined) return;
+    timers.age = undefined;
+    this.logger.debug({ ageMs }, 'grpc connection reached its maximum age; sending GOAWAY');
+    conn.shutdown();
+    if (this.connections.has(conn)) {
+      timers.grace = setTimeout(onGraceOver, Math.min(MAX_TIMER_MS, this.ageGraceMs), conn);
+      timers.grace.unref();
+    }
+  }
+
+  // ---- H2Handler ----
+
+  newStream(conn: H2Connection<LeanCall>, id: number, fields: string[]): LeanCall {
+    return new LeanCall(conn, id, fields);
+  }
+
+  onRequest(call: LeanCall): void {
+    let method: string | undefined;
+    let path: string | undefined;
+    let contentType: string | undefined;
+    let timeout: string | undefined;
+    let encoding: string | undefined;
+    const f = call.fields;
+    for (let i = 0; i < f.length; i += 2) {
+      const name = f[i]!;
+      switch (name) {
+        case ':method':
+          method = f[i + 1];
+          break;
+        case ':path':
+          path = f[i + 1];
+          break;
+        case 'content-type':
+          contentType = f[i + 1];
+          break;
+        case 'grpc-timeout':
+          timeout = f[i + 1];
+          break;
+        case 'grpc-encoding':
+          encoding = f[i + 1];
+          break;
+        default:
+          break;
+      }
+    }
+    this.d.begin(call, method, path, contentType, timeout, encoding);
+  }
+
+  onData(call: LeanCall, chunk: Buffer): void {
+    this.d.onData(call, chunk);
+  }
+
+  onEnd(call: LeanCall): void {
+    this.d.onEnd(call);
+  }
+
+  onClose(call: LeanCall): void {
+    this.d.onReset(call);
+  }
+
+  onConnectionClose(conn: H2Connection<LeanCall>): void {
+    const timers = this.connections.get(conn);
+    if (timers === undefined) return;
+    this.connections.delete(conn);
+    if (timers.age !== undefined) clearTimeout(timers.age);
+    if (timers.grace !== undefined) clearTimeout(timers.grace);
+  }
+
+  // ---- lifecycle ----
+
+  connectionCount(): number {
+    return this.connections.size;
+  }
+
+  listen(host: string, port: number): Promise<void> {
+    return listenOn(this.server, this.logger, (cb) => this.server.listen(port, host, cb));
+  }
+
+  async listenUnix(path: string): Promise<void> {
+    await removeStaleSocket(path);
+    return listenOn(this.server, this.logger, (cb) => this.server.listen(path, cb));
+  }
+
+  setTls(opts: GrpcTlsOptions): void {
+    if (!(this.server instanceof tls.Server)) throw new Error('setTls: the gRPC server was created without TLS');
+    this.server.setSecureContext(tlsContextOptions(opts));
+    if (opts.verifyClient !== undefined) this.verifyClient = opts.verifyClient;
+  }
+
+  async close(graceMs: number): Promise<void> {
+    this.closing = true;
+    this.d.endWatches();
+    if (!this.server.listening) {
+      for (const conn of this.connections.keys()) conn.destroy();
+      return;
+    }
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const conn of this.connections.keys()) conn.shutdown();
+    const force = setTimeout(() => {
+      for (const conn of this.connections.keys()) conn.destroy();
+    }, graceMs);
+    await closed;
+    clearTimeout(force);
+  }
+}
+
+export function createLeanGrpcServer(opts: GrpcServerOptions): GrpcServer {
+  const s = new LeanServer(opts);
+  return {
+    listen: (host, port) => s.listen(host, port),
+    listenUnix: (path) => s.listenUnix(path),
+    address: (): AddressInfo | string | null => s.server.address(),
+    setTls: (t) => s.setTls(t),
+    connectionCount: () => s.connectionCount(),
+    close: (graceMs = 10_000) => s.close(graceMs),
+  };
+}

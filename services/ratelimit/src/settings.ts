@@ -1,0 +1,203 @@
+// Every environment variable of the rate limit service, declared once (house rule 2): seed name,
+// upstream aliases, default, meaning. `loadSettings` parses them all at start-up, lists every bad
+// variable in one error, and returns a frozen object that is passed down to the components.
+// docs/ratelimit.md's settings table is generated from SETTING_DEFS (scripts/settings-doc.ts).
+import { def, SettingsReader, type Env, type SettingDef } from './settings/schema.js';
+import { parseBool, parseDurationMs, parseEnum, parseFloatIn, parseInteger } from './settings/parse.js';
+import { resolveStatsOptions, STATS_SETTING_DEFS } from './stats/stats-settings.js';
+import { checkXdsSettings, XDS_SETTING_DEFS } from './provider/xds-settings.js';
+import { checkGrpcTlsSettings, GRPC_TLS_SETTING_DEFS } from './server/tls-settings.js';
+import { TRACING_SETTING_DEFS } from './tracing/tracing-settings.js';
+import { checkKvstoreSettings, KVSTORE_SETTING_DEFS } from './backends/kvstore-settings.js';
+import { checkMcstoreSettings, MCSTORE_SETTING_DEFS } from './backends/memcached-settings.js';
+import { WORKER_SETTING_DEFS } from './cluster/worker-settings.js';
+import type { StatsSinksOptions } from './stats/stats-sinks.js';
+
+const str = (raw: string): string => raw;
+const bool = (raw: string): boolean => (raw === '' ? false : parseBool(raw));
+const port = (raw: string): number => parseInteger(raw, 0, 65535);
+const nonNegInt = (raw: string): number => parseInteger(raw, 0);
+const durationMs = (raw: string): number => parseDurationMs(raw);
+
+export const SETTING_DEFS = {
+  // --- listeners and logging
+  host: def({ name: 'HOST', default: '0.0.0.0', meaning: 'Bind host of the HTTP/1.1 server (/json, /healthcheck).', parse: str }),
+  port: def({ name: 'PORT', default: '8080', meaning: 'Port of the HTTP/1.1 server.', parse: port }),
+  grpcHost: def({ name: 'GRPC_HOST', default: '0.0.0.0', meaning: 'Bind host of the gRPC server.', parse: str }),
+  grpcPort: def({ name: 'GRPC_PORT', default: '8081', meaning: 'Port of the gRPC server.', parse: port }),
+  grpcUds: def({
+    name: 'GRPC_UDS',
+    default: '',
+    meaning: 'Unix socket path for the gRPC server instead of GRPC_HOST:GRPC_PORT. A socket file left by a crashed process is removed; one that something listens on is an error.',
+    parse: str,
+  }),
+  grpcMaxConnectionAgeMs: def({
+    name: 'GRPC_MAX_CONNECTION_AGE',
+    default: '24h',
+    meaning: 'A gRPC connection older than this (±10 % random jitter) is sent GOAWAY so the client reconnects (duration; 0 = no limit).',
+    parse: durationMs,
+  }),
+  grpcMaxConnectionAgeGraceMs: def({
+    name: 'GRPC_MAX_CONNECTION_AGE_GRACE',
+    default: '1h',
+    meaning: 'After that GOAWAY, calls still open get this long, then the connection is closed (duration).',
+    parse: durationMs,
+  }),
+  grpcTransport: def({
+    name: 'GRPC_TRANSPORT',
+    default: 'lean',
+    meaning:
+      'HTTP/2 implementation under the gRPC server. `lean`: our own HTTP/2 + HPACK server carrying only what gRPC needs (several times less CPU per request). `node`: node:http2 (nghttp2), the reference implementation, as an escape hatch if a client misbehaves with `lean`.',
+    parse: (raw: string) => parseEnum(raw, ['lean', 'node'] as const),
+  }),
+  ...GRPC_TLS_SETTING_DEFS,
+  logLevel: def({
+    name: 'LOG_LEVEL',
+    default: 'WARN',
+    meaning: 'Log level: trace, debug, info, warn (warning), error, fatal or panic; case-insensitive.',
+    parse: (raw) => {
+      const v = raw.trim().toLowerCase();
+      const map: Record<string, string> = { trace: 'trace', debug: 'debug', info: 'info', warn: 'warn', warning: 'warn', error: 'error', fatal: 'fatal', panic: 'fatal' };
+      const lvl = map[v];
+      if (lvl === undefined) throw new Error('expected one of trace, debug, info, warn, error, fatal, panic');
+      return lvl as 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal';
+    },
+  }),
+  debugHost: def({ name: 'DEBUG_HOST', default: '0.0.0.0', meaning: 'Bind host of the debug server (/rlconfig, /stats, /debug/pprof/).', parse: str }),
+  debugPort: def({ name: 'DEBUG_PORT', default: '6070', meaning: 'Port of the debug server.', parse: port }),
+  shutdownDrainDelayMs: def({
+    name: 'SHUTDOWN_DRAIN_DELAY',
+    default: '0s',
+    meaning:
+      'On SIGTERM health turns unhealthy at once; the listeners keep serving for this long before they stop accepting (duration), so load balancers and Envoy health checks can take the instance out first. 0 stops at once, as upstream; on Kubernetes set it a little above the time your health checks need to notice (e.g. 5s) instead of a preStop sleep.',
+    parse: durationMs,
+  }),
+  shutdownTimeoutMs: def({
+    name: 'SHUTDOWN_TIMEOUT',
+    default: '15s',
+    meaning:
+      'Bound on the shutdown after the drain delay (duration): in-flight gRPC and HTTP requests get this long minus a reserve of up to 3 s (connections still open then are closed), then the store connections close, the last stats are pushed and the traces flushed. The process exits 0, or 1 if the bound was hit.',
+    parse: (raw) => {
+      const ms = parseDurationMs(raw);
+      if (ms <= 0) throw new Error('must be greater than zero');
+      return ms;
+    },
+  }),
+  logFormat: def({ name: 'LOG_FORMAT', default: 'text', meaning: '`text` (`time=… level=… msg=…`) or `json` (`@timestamp`, `@message`, `level`).', parse: (raw) => parseEnum(raw, ['text', 'json'] as const) }),
+
+  // --- configuration source
+  configType: def({
+    name: 'CONFIG_TYPE',
+    default: 'FILE',
+    meaning:
+      'Where rules come from. `FILE` reads YAML files under RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY; `GRPC_XDS_SOTW` receives RateLimitConfig resources from an xDS (ADS) management server.',
+    parse: (raw) => {
+      return parseEnum(raw, ['FILE', 'GRPC_XDS_SOTW'] as const);
+    },
+  }),
+  runtimeRoot: def({ name: 'RUNTIME_ROOT', default: '/srv/runtime_data/current', meaning: 'Root of the rule tree.', parse: str }),
+  runtimeSubdirectory: def({ name: 'RUNTIME_SUBDIRECTORY', default: '', meaning: 'Subdirectory of RUNTIME_ROOT.', parse: str }),
+  runtimeAppDirectory: def({ name: 'RUNTIME_APPDIRECTORY', default: 'config', meaning: 'Directory (under the subdirectory) whose files are rule files.', parse: str }),
+  runtimeIgnoreDotfiles: def({ name: 'RUNTIME_IGNOREDOTFILES', default: 'false', meaning: 'Skip files and directories whose name starts with a dot. Names starting with `..` (Kubernetes ConfigMap bookkeeping: `..data`, `..<timestamp>`) are always skipped.', parse: bool }),
+  runtimeWatchRoot: def({
+    name: 'RUNTIME_WATCH_ROOT',
+    default: 'true',
+    meaning: '`true`: reload when RUNTIME_ROOT is re-pointed to another directory (symlink swap or rename; its parent directory is watched). `false`: reload when an entry of the application directory is written, created, chmod-ed, renamed or removed.',
+    parse: bool,
+  }),
+  runtimeWatchDebounceMs: def({
+    name: 'RUNTIME_WATCH_DEBOUNCE',
+    default: '200ms',
+    meaning: 'Quiet period after the last file event before a reload (duration): a burst of events gives one reload; a steady stream still reloads every max(1 s, 5 × this).',
+    parse: durationMs,
+  }),
+  mergeDomainConfig: def({ name: 'MERGE_DOMAIN_CONFIG', default: 'false', meaning: 'Allow one domain in several files (their top-level descriptors are merged).', parse: bool }),
+  ...XDS_SETTING_DEFS,
+
+  // --- limiter behaviour
+  backendType: def({
+    name: 'BACKEND_TYPE',
+    default: 'redis',
+    meaning: 'Counter store: `redis` (alias `kvstore`, the KVSTORE_* settings), `mcstore` (alias `memcache`, memcached, the MCSTORE_* settings) or `memory` (embedded, one process, nothing to run).',
+    parse: (raw) => {
+      const v = raw.trim().toLowerCase();
+      if (v === '' || v === 'redis' || v === 'kvstore') return 'redis' as const;
+      if (v === 'memory') return 'memory' as const;
+      if (v === 'mcstore' || v === 'memcache') return 'mcstore' as const;
+      throw new Error('expected redis, mcstore or memory');
+    },
+  }),
+  cacheKeyPrefix: def({ name: 'CACHE_KEY_PREFIX', default: '', meaning: 'Prefix of every counter key.', parse: str }),
+  expirationJitterMaxSeconds: def({ name: 'EXPIRATION_JITTER_MAX_SECONDS', default: '300', meaning: 'Counter TTLs get a random extra of [0, this) seconds; 0 disables.', parse: nonNegInt }),
+  localCacheSizeInBytes: def({ name: 'LocalCacheSizeInBytes', aliases: ['LOCAL_CACHE_SIZE_IN_BYTES'], default: '0', meaning: 'Bytes for the local cache of keys known to be over limit (answered without the store for the rest of their window); 0 disables.', parse: nonNegInt }),
+  nearLimitRatio: def({ name: 'NEAR_LIMIT_RATIO', default: '0.8', meaning: 'Share of the limit above which hits also count as near_limit (0–1).', parse: (raw) => parseFloatIn(raw, 0, 1) }),
+  stopCacheKeyIncrementWhenOverlimit: def({ name: 'STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT', default: 'false', meaning: 'When one descriptor of a request is over limit, do not increment the counters of the others.', parse: bool }),
+  shadowMode: def({ name: 'SHADOW_MODE', default: 'false', meaning: 'Global shadow mode: every OVER_LIMIT overall result is turned into OK (counted in ratelimit.service.global_shadow_mode).', parse: bool }),
+  quotaMode: def({ name: 'QUOTA_MODE', default: 'false', meaning: 'Treat every descriptor as a quota descriptor (the request fails only when all of them are over).', parse: bool }),
+  responseDynamicMetadata: def({ name: 'RESPONSE_DYNAMIC_METADATA', default: 'false', meaning: 'Fill dynamic_metadata in responses (domain, descriptors, rule metadata).', parse: bool }),
+  limitResponseHeadersEnabled: def({ name: 'LIMIT_RESPONSE_HEADERS_ENABLED', default: 'false', meaning: 'Add the limit/remaining/reset headers to response_headers_to_add.', parse: bool }),
+  limitLimitHeader: def({ name: 'LIMIT_LIMIT_HEADER', default: 'RateLimit-Limit', meaning: 'Header name for the limit.', parse: str }),
+  limitRemainingHeader: def({ name: 'LIMIT_REMAINING_HEADER', default: 'RateLimit-Remaining', meaning: 'Header name for the remaining requests.', parse: str }),
+  limitResetHeader: def({ name: 'LIMIT_RESET_HEADER', default: 'RateLimit-Reset', meaning: 'Header name for the seconds until the window resets.', parse: str }),
+  healthyWithAtLeastOneConfigLoaded: def({ name: 'HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED', default: 'false', meaning: 'Adds the configuration health component: unhealthy until a rule set with at least one domain is loaded.', parse: bool }),
+
+  // --- counter store: Redis
+  ...KVSTORE_SETTING_DEFS,
+  kvstoreHealthCheckActiveConnection: def({
+    name: 'KVSTORE_HEALTH_CHECK_ACTIVE_CONNECTION',
+    aliases: ['REDIS_HEALTH_CHECK_ACTIVE_CONNECTION'],
+    default: 'false',
+    meaning: 'The `redis` health component fails while the counter store has no open connection and recovers with the next one (without it, only the first connection matters).',
+    parse: bool,
+  }),
+
+  // --- counter store: embedded
+  memoryStoreMaxKeys: def({ name: 'MEMORY_STORE_MAX_KEYS', default: '1000000', meaning: 'Live counters the embedded store keeps (BACKEND_TYPE=memory, about 270 bytes each); when full, the counters expiring soonest are dropped first.', parse: (raw) => parseInteger(raw, 1) }),
+
+  // --- counter store: memcached
+  ...MCSTORE_SETTING_DEFS,
+
+  // --- processes
+  ...WORKER_SETTING_DEFS,
+
+  // --- statistics (push, pull, tags)
+  ...STATS_SETTING_DEFS,
+
+  // --- tracing
+  ...TRACING_SETTING_DEFS,
+} as const;
+
+type Defs = typeof SETTING_DEFS;
+type ValueOf<D> = D extends SettingDef<infer T> ? T : never;
+export type Settings = { readonly [K in keyof Defs]: ValueOf<Defs[K]> };
+
+export interface LoadedSettings {
+  settings: Settings;
+  /** Sink options derived from the stats settings (mogrifiers and the metrics mapping resolved). */
+  stats: StatsSinksOptions;
+  warnings: string[];
+}
+
+/** Parses the environment; throws RateLimitError('settings_invalid') listing every bad variable. */
+export function loadSettings(env: Env = process.env): LoadedSettings {
+  const reader = new SettingsReader(env);
+  const out: Record<string, unknown> = {};
+  for (const [key, d] of Object.entries(SETTING_DEFS) as [string, SettingDef<unknown>][]) {
+    out[key] = reader.read(d);
+  }
+  const s = out as Settings;
+  if (reader.errors.length === 0 && s.backendType === 'redis') {
+    const kv = checkKvstoreSettings(s, (name) => env[name] !== undefined);
+    for (const e of kv.errors) reader.fail(e);
+    reader.warnings.push(...kv.warnings);
+  }
+  if (reader.errors.length === 0 && s.backendType === 'mcstore') checkMcstoreSettings(s, (e) => reader.fail(e));
+  if (reader.errors.length === 0) {
+    checkXdsSettings(s, (e) => reader.fail(e));
+    checkGrpcTlsSettings(s, (e) => reader.fail(e));
+  }
+  const stats = resolveStatsOptions(s, env);
+  if (reader.errors.length === 0) for (const e of stats.errors) reader.fail(e);
+  const { warnings } = reader.finish();
+  return { settings: Object.freeze(s), stats: stats.options, warnings: [...warnings, ...stats.warnings] };
+}

@@ -1,0 +1,22 @@
+// Tracing settings (reference §6.7), spread into SETTING_DEFS. The standard OTEL_EXPORTER_OTLP_*
+// variables (endpoint, headers, timeout, certificates) are read by the OpenTelemetry exporters
+// themselves and are not declared here.
+import { def } from '../settings/schema.js';
+import { parseBool, parseEnum, parseFloatIn } from '../settings/parse.js';
+
+const bool = (raw: string): boolean => (raw === '' ? false : parseBool(raw));
+const str = (raw: string): string => raw;
+
+export const TRACING_SETTING_DEFS = {
+  tracingEnabled: def({ name: 'TRACING_ENABLED', default: 'false', meaning: 'Export OpenTelemetry traces (OTLP): a span per ShouldRateLimit with the counter-store call as a child; incoming W3C trace context is continued. Off: no tracing code runs per request.', parse: bool }),
+  tracingExporterProtocol: def({
+    name: 'TRACING_EXPORTER_PROTOCOL',
+    default: 'http',
+    meaning: '`http` (OTLP/HTTP, JSON encoding) or `grpc` (OTLP/gRPC). The destination comes from the standard `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` / `OTEL_EXPORTER_OTLP_ENDPOINT` (and `_HEADERS`, `_TIMEOUT`, certificate) variables.',
+    parse: (raw) => (raw.trim() === '' ? ('http' as const) : parseEnum(raw, ['http', 'grpc'] as const)),
+  }),
+  tracingServiceName: def({ name: 'TRACING_SERVICE_NAME', default: 'RateLimit', meaning: 'Resource attribute service.name.', parse: str }),
+  tracingServiceNamespace: def({ name: 'TRACING_SERVICE_NAMESPACE', default: '', meaning: 'Resource attribute service.namespace (omitted when empty).', parse: str }),
+  tracingServiceInstanceId: def({ name: 'TRACING_SERVICE_INSTANCE_ID', default: '', meaning: 'Resource attribute service.instance.id; a random version 4 UUID when empty.', parse: str }),
+  tracingSamplingRate: def({ name: 'TRACING_SAMPLING_RATE', default: '1', meaning: 'Share of new traces sampled (0–1, parent-based: a sampled incoming trace is always continued).', parse: (raw) => parseFloatIn(raw, 0, 1) }),
+} as const;

@@ -1,0 +1,169 @@
+// OpenTelemetry tracing (reference §6.7), built only when TRACING_ENABLED=true: main.ts imports
+// this module lazily and the app wraps the service function and the counter store with it, so
+// with tracing off there is no tracing code on the request path at all.
+//
+// Spans: `ShouldRateLimit Execution` (attribute `domain`) per call, continuing the caller's W3C
+// `traceparent`/`tracestate` from gRPC metadata or HTTP headers, and the counter-store round trip
+// as its child (`Redis Pipeline Execution` as upstream names it for Redis, `Counter Store
+// Execution` for other stores; attribute `pipeline length` = counters touched).
+//
+// Nothing is registered globally (no global tracer provider, propagator or context manager): the
+// parent span travels from the service wrapper to the store wrapper in a private
+// AsyncLocalStorage, so embedding applications keep their own OpenTelemetry set-up.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type TextMapGetter, type Tracer } from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
+import { BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { CounterOp, CounterStore } from '../backends/counter-store.js';
+import type { Logger } from '../logger.js';
+import type { CallContext, ShouldRateLimitFn } from '../server/grpc-server.js';
+
+export interface TracingOptions {
+  readonly protocol: 'http' | 'grpc';
+  readonly serviceName: string;
+  readonly serviceNamespace: string;
+  /** Empty: a random version 4 UUID. */
+  readonly serviceInstanceId: string;
+  readonly samplingRate: number;
+}
+
+export interface TracingDeps {
+  readonly logger: Logger;
+  /** Replaces the OTLP exporter (embedding, tests). */
+  readonly exporter?: SpanExporter;
+  /** Source of the default instance id (injected randomness). */
+  readonly uuid?: () => string;
+}
+
+export interface Tracing {
+  /** The resource attributes spans carry (service.name, .namespace, .instance.id). */
+  readonly resourceAttributes: Readonly<Record<string, string>>;
+  traceShouldRateLimit(fn: ShouldRateLimitFn): ShouldRateLimitFn;
+  traceStore(store: CounterStore): CounterStore;
+  /**
+   * Exports the spans still queued and stops the exporter; gives up after `timeoutMs` (default
+   * 5 s, upstream's bound) so an unreachable collector cannot hold the shutdown.
+   */
+  shutdown(timeoutMs?: number): Promise<void>;
+}
+
+export const SHOULD_RATE_LIMIT_SPAN = 'ShouldRateLimit Execution';
+export const REDIS_SPAN = 'Redis Pipeline Execution';
+export const STORE_SPAN = 'Counter Store Execution';
+
+const headerGetter: TextMapGetter<IncomingHttpHeaders> = {
+  keys: (carrier) => Object.keys(carrier),
+  get: (carrier, key) => carrier[key],
+};
+
+async function createExporter(protocol: 'http' | 'grpc'): Promise<SpanExporter> {
+  // Both exporters read OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, _HEADERS, _TIMEOUT, _COMPRESSION and
+  // the certificate variables from the environment themselves.
+  if (protocol === 'grpc') {
+    const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-grpc');
+    return new OTLPTraceExporter();
+  }
+  const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
+  return new OTLPTraceExporter();
+}
+
+export async function createTracing(opts: TracingOptions, deps: TracingDeps): Promise<Tracing> {
+  const attributes: Record<string, string> = {
+    'service.name': opts.serviceName,
+    'service.instance.id': opts.serviceInstanceId !== '' ? opts.serviceInstanceId : (deps.uuid ?? randomUUID)(),
+  };
+  if (opts.serviceNamespace !== '') attributes['service.namespace'] = opts.serviceNamespace;
+  const exporter = deps.exporter ?? (await createExporter(opts.protocol));
+  const provider = new BasicTracerProvider({
+    resource: defaultResource().merge(resourceFromAttributes(attributes)),
+    sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(opts.samplingRate) }),
+    spanProcessors: [new BatchSpanProcessor(exporter)],
+  });
+  const tracer = provider.getTracer('ratelimit');
+  const active = new AsyncLocalStorage<Context>();
+  const propagator = new W3CTraceContextPropagator();
+  deps.logger.info({ protocol: opts.protocol, ...attributes, samplingRate: opts.samplingRate }, 'tracing enabled');
+
+  return {
+    resourceAttributes: Object.freeze({ ...attributes }),
+    traceShouldRateLimit(fn) {
+      return (req, ctx: CallContext) => {
+        const parent = ctx.headers !== undefined ? propagator.extract(ROOT_CONTEXT, ctx.headers, headerGetter) : ROOT_CONTEXT;
+        const span = tracer.startSpan(SHOULD_RATE_LIMIT_SPAN, { kind: SpanKind.SERVER, attributes: { domain: req.domain } }, parent);
+        return endWith(span, active.run(trace.setSpan(parent, span), () => fn(req, ctx)));
+      };
+    },
+    traceStore(store) {
+      return new TracedStore(store, tracer, active, store.kind === 'redis' ? REDIS_SPAN : STORE_SPAN);
+    },
+    async shutdown(timeoutMs = 5000) {
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), timeoutMs);
+        timer.unref();
+      });
+      try {
+        if ((await Promise.race([provider.shutdown(), timedOut])) === 'timeout') deps.logger.warn({ timeoutMs }, 'flushing traces timed out; queued spans dropped');
+      } catch (err) {
+        deps.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'flushing traces failed');
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+function endWith<T>(span: Span, work: Promise<T>): Promise<T> {
+  return work.then(
+    (v) => {
+      span.end();
+      return v;
+    },
+    (err: unknown) => {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+      span.end();
+      throw err;
+    },
+  );
+}
+
+/** A CounterStore whose calls are child spans of the active ShouldRateLimit span. */
+class TracedStore implements CounterStore {
+  readonly kind: string;
+  readonly onConnectionChange?: (listener: (connected: boolean) => void) => void;
+
+  constructor(
+    private readonly inner: CounterStore,
+    private readonly tracer: Tracer,
+    private readonly active: AsyncLocalStorage<Context>,
+    private readonly spanName: string,
+  ) {
+    this.kind = inner.kind;
+    if (inner.onConnectionChange !== undefined) this.onConnectionChange = (l) => inner.onConnectionChange?.(l);
+  }
+
+  increment(ops: readonly CounterOp[]): Promise<number[]> {
+    const parent = this.active.getStore();
+    if (parent === undefined) return this.inner.increment(ops);
+    const span = this.tracer.startSpan(this.spanName, { kind: SpanKind.CLIENT, attributes: { 'pipeline length': ops.length } }, parent);
+    return endWith(span, this.inner.increment(ops));
+  }
+
+  get(keys: readonly string[]): Promise<number[]> {
+    const parent = this.active.getStore();
+    if (parent === undefined) return this.inner.get(keys);
+    const span = this.tracer.startSpan(this.spanName, { kind: SpanKind.CLIENT, attributes: { 'keys length': keys.length } }, parent);
+    return endWith(span, this.inner.get(keys));
+  }
+
+  isConnected(): boolean {
+    return this.inner.isConnected();
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}

@@ -1,0 +1,87 @@
+// GRPC_UDS: the app serves gRPC on a unix socket; a socket file left by a killed process is
+// removed and reused, a socket something still listens on is refused (and keeps working), and a
+// path that is not a socket is refused.
+import { test, describe, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { createRateLimitClient } from '@rls/rls-proto';
+import { spawnManaged, tempDir, waitFor } from '@rls/testkit';
+import { buildRateLimitApp } from '../src/app.js';
+import { silentLogger } from '../src/logger.js';
+import { createGrpcServer } from '../src/server/grpc-server.js';
+import { loadSettings } from '../src/settings.js';
+import { scriptedService, TestHealth, TRANSPORTS } from './server-test-support.js';
+
+const dir = tempDir('rls-uds-');
+after(() => dir.cleanup());
+
+const req = { domain: 'uds', descriptors: [{ entries: [{ key: 'k', value: 'v' }] }], hitsAddend: 1 };
+
+/** Leaves a socket file behind: a process listens on it and is killed with SIGKILL. */
+async function staleSocket(path: string): Promise<void> {
+  const proc = spawnManaged(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(path)}, () => console.log('listening'))`]);
+  await waitFor(() => proc.output().includes('listening'), { what: 'the socket holder' });
+  const exited = once(proc.proc, 'exit');
+  proc.proc.kill('SIGKILL');
+  await exited;
+  assert.ok(existsSync(path), 'the killed process left its socket file');
+}
+
+for (const transport of TRANSPORTS) {
+  describe(`gRPC on a unix socket (${transport} transport)`, () => {
+    test('GRPC_UDS: the app listens on the socket (replacing a stale file) and answers there', async () => {
+      const root = join(dir.path, 'rules');
+      mkdirSync(join(root, 'config'), { recursive: true });
+      writeFileSync(join(root, 'config', 'uds.yaml'), 'domain: uds\ndescriptors:\n  - key: k\n    value: v\n    rate_limit:\n      unit: second\n      requests_per_unit: 5\n');
+      const path = join(dir.path, 'app.sock');
+      await staleSocket(path);
+      const { settings } = loadSettings({ GRPC_TRANSPORT: transport, BACKEND_TYPE: 'memory', USE_STATS_PUSH: 'false', RUNTIME_ROOT: root, RUNTIME_WATCH_ROOT: 'false', GRPC_UDS: path, HOST: '127.0.0.1', PORT: '0', DEBUG_HOST: '127.0.0.1', DEBUG_PORT: '0' });
+      const app = buildRateLimitApp(settings, { logger: silentLogger() });
+      app.loadRules();
+      const { grpc } = await app.start();
+      assert.deepEqual(grpc, { address: path, family: 'unix', port: 0 });
+      const client = createRateLimitClient({ address: `unix:${path}`, timeoutMs: 3000 });
+      try {
+        const res = await client.shouldRateLimit(req);
+        assert.equal(res.overallCode, 1);
+        assert.equal(res.statuses[0]?.limitRemaining, 4);
+      } finally {
+        client.close();
+        await app.stop();
+      }
+    });
+
+    test('a socket another server listens on is refused, and that server keeps serving', async () => {
+      const path = join(dir.path, 'busy.sock');
+      const first = createGrpcServer({ transport, shouldRateLimit: scriptedService().fn, health: new TestHealth() });
+      await first.listenUnix(path);
+      const second = createGrpcServer({ transport, shouldRateLimit: scriptedService().fn, health: new TestHealth() });
+      try {
+        await assert.rejects(second.listenUnix(path), (err: NodeJS.ErrnoException) => err.code === 'EADDRINUSE' && /another process is listening/.test(err.message));
+        const client = createRateLimitClient({ address: `unix:${path}`, timeoutMs: 3000 });
+        try {
+          assert.equal(await client.healthCheck(''), 'SERVING');
+        } finally {
+          client.close();
+        }
+      } finally {
+        await second.close(100);
+        await first.close(100);
+      }
+    });
+
+    test('a path that is not a socket is refused and left alone', async () => {
+      const path = join(dir.path, 'regular-file');
+      writeFileSync(path, 'keep me');
+      const server = createGrpcServer({ transport, shouldRateLimit: scriptedService().fn, health: new TestHealth() });
+      try {
+        await assert.rejects(server.listenUnix(path), /is not a unix socket/);
+        assert.ok(existsSync(path));
+      } finally {
+        await server.close(100);
+      }
+    });
+  });
+}

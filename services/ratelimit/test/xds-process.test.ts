@@ -1,0 +1,95 @@
+// The real service process with CONFIG_TYPE=GRPC_XDS_SOTW: FORCE_START_WITHOUT_INITIAL_CONFIG both
+// ways, and rules pushed later becoming visible over HTTP /json and gRPC ShouldRateLimit.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRateLimitClient } from '@rls/rls-proto';
+import { connect } from 'node:net';
+import { freePort, spawnManaged, startXdsServer, waitFor, type XdsManagementServer } from '@rls/testkit';
+import { postJson, startService } from './support/service-process.js';
+import { limitResource, PROTO_DIR } from './xds-support.js';
+
+function tcpConnect(port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const s = connect(port, '127.0.0.1', () => {
+      s.destroy();
+      resolve();
+    });
+    s.on('error', reject);
+  });
+}
+
+const mainTs = new URL('../src/main.ts', import.meta.url).pathname;
+
+const body = { domain: 'rl', descriptors: [{ entries: [{ key: 'user', value: 'alice' }] }] };
+
+describe('service process with rules over xDS', () => {
+  let server: XdsManagementServer;
+  before(async () => {
+    server = await startXdsServer({ protoDir: PROTO_DIR });
+  });
+  after(async () => {
+    await server.stop();
+  });
+
+  const env = (nodeId: string, force: boolean): Record<string, string> => ({
+    CONFIG_TYPE: 'GRPC_XDS_SOTW',
+    CONFIG_GRPC_XDS_SERVER_URL: server.address,
+    CONFIG_GRPC_XDS_NODE_ID: nodeId,
+    FORCE_START_WITHOUT_INITIAL_CONFIG: String(force),
+    BACKEND_TYPE: 'memory',
+    USE_STATS_PUSH: 'false',
+    DEBUG_PORT: '0',
+  });
+
+  test('force start: listeners open at once and answer "no rate limit configuration loaded" until rules arrive', async () => {
+    const svc = await startService(env('force-node', true));
+    try {
+      const before = await postJson(svc.httpUrl, body);
+      assert.equal(before.status, 503);
+      assert.equal(before.json.error, 'no rate limit configuration loaded');
+      const client = createRateLimitClient({ address: svc.grpcAddress, timeoutMs: 5000 });
+      try {
+        await assert.rejects(client.shouldRateLimit({ ...body, hitsAddend: 1 }), /no rate limit configuration loaded/);
+        await server.waitForRequest((r) => r.nodeId === 'force-node');
+        server.push('p1', [limitResource('rl-config', 'rl', 'user', 'alice', 2)]);
+        await server.waitForRequest((r) => r.nodeId === 'force-node' && r.versionInfo === 'p1');
+        const res = await client.shouldRateLimit({ ...body, hitsAddend: 1 });
+        assert.equal(res.overallCode, 1);
+        assert.equal(res.statuses[0]?.currentLimit?.requestsPerUnit, 2);
+        assert.equal(res.statuses[0]?.limitRemaining, 1);
+        await client.shouldRateLimit({ ...body, hitsAddend: 1 });
+        const over = await postJson(svc.httpUrl, body);
+        assert.equal(over.status, 429);
+      } finally {
+        client.close();
+      }
+    } finally {
+      await svc.stop();
+    }
+  });
+
+  test('without force start nothing listens until the first configuration arrives', async () => {
+    // A management server with no snapshot: it records the request and holds the answer back.
+    const quiet = await startXdsServer({ protoDir: PROTO_DIR });
+    const httpPort = await freePort();
+    const grpcPort = await freePort();
+    const proc = spawnManaged(process.execPath, ['--conditions=source', '--import', 'tsx', '-e', `import(${JSON.stringify(mainTs)}).then((m) => m.run())`], {
+      env: { ...process.env, ...env('wait-node', false), CONFIG_GRPC_XDS_SERVER_URL: quiet.address, HOST: '127.0.0.1', PORT: String(httpPort), GRPC_HOST: '127.0.0.1', GRPC_PORT: String(grpcPort), LOG_LEVEL: 'info' },
+    });
+    try {
+      await quiet.waitForRequest((r) => r.nodeId === 'wait-node', { timeoutMs: 20_000 });
+      // The process is up and waiting for its first configuration: neither listener is open.
+      await assert.rejects(fetch(`http://127.0.0.1:${httpPort}/healthcheck`));
+      await assert.rejects(tcpConnect(grpcPort), /ECONNREFUSED/);
+      assert.match(proc.output(), /waiting for the first configuration from the xDS management server/);
+      quiet.push('w1', [limitResource('rl-config', 'rl', 'user', 'alice', 5)]);
+      const res = await waitFor(() => postJson(`http://127.0.0.1:${httpPort}`, body), { what: 'the HTTP listener after the first configuration' });
+      assert.equal(res.status, 200);
+      assert.deepEqual((res.json.statuses as Record<string, unknown>[])[0]?.currentLimit, { requestsPerUnit: 5, unit: 'MINUTE' });
+      await tcpConnect(grpcPort);
+    } finally {
+      await proc.stop();
+      await quiet.stop();
+    }
+  });
+});
