@@ -6,7 +6,7 @@ import { createConnection, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { freePort } from './ports.js';
 import { spawnManaged, type Managed } from './process.js';
-import { waitFor } from './wait.js';
+import { GiveUp, waitFor } from './wait.js';
 
 export interface MemcachedTlsOptions {
   /** PEM certificate chain file of the server. */
@@ -88,7 +88,7 @@ export async function startMemcached(opts: MemcachedOptions = {}): Promise<Memca
     proc = p;
     await waitFor(
       async () => {
-        if (p.proc.exitCode !== null) throw new Error(`memcached exited: ${p.output()}`);
+        if (p.proc.exitCode !== null) throw new GiveUp(`memcached exited: ${p.output()}`);
         return (await memcachedCommand(target, 'version\r\n')).startsWith('VERSION');
       },
       { what: `memcached on ${port}`, timeoutMs: 10_000 },

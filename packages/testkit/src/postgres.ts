@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { once } from 'node:events';
 import { freePort } from './ports.js';
 import { tempDir } from './process.js';
-import { waitFor } from './wait.js';
+import { GiveUp, waitFor } from './wait.js';
 
 export interface PostgresServer {
   host: string;
@@ -112,7 +112,7 @@ export async function startPostgres(opts: PostgresOptions = {}): Promise<Postgre
   try {
     await waitFor(
       async () => {
-        if (proc.exitCode !== null) throw new Error(`postgres exited: ${out}`);
+        if (proc.exitCode !== null) throw new GiveUp(`postgres exited: ${out}`);
         if (!(await tcpOpen(host, port))) return false;
         const ready = spawnSync(join(binDir, 'pg_isready'), ['-h', host, '-p', String(port), '-U', 'postgres'], { encoding: 'utf8' });
         return ready.status === 0;

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { freePort } from './ports.js';
 import { spawnManaged, tempDir, type Managed } from './process.js';
 import { redisCall, startRedis, type RedisServer } from './redis.js';
-import { waitFor } from './wait.js';
+import { GiveUp, waitFor } from './wait.js';
 
 export interface SentinelNode {
   port: number;
@@ -84,7 +84,7 @@ export async function startSentinelSet(opts: SentinelOptions = {}): Promise<Sent
       proc = p;
       await waitFor(
         async () => {
-          if (p.proc.exitCode !== null) throw new Error(`redis-sentinel exited: ${p.output()}`);
+          if (p.proc.exitCode !== null) throw new GiveUp(`redis-sentinel exited: ${p.output()}`);
           return (await redisCall({ host: '127.0.0.1', port }, ['PING'], sp)) === 'PONG';
         },
         { what: `sentinel on ${port}`, timeoutMs: 10_000 },

@@ -2,7 +2,7 @@ import { createConnection } from 'node:net';
 import { join } from 'node:path';
 import { freePort } from './ports.js';
 import { spawnManaged, tempDir, type Managed } from './process.js';
-import { waitFor } from './wait.js';
+import { GiveUp, waitFor } from './wait.js';
 
 /** A decoded RESP2 reply. Error replies are returned as `RedisReplyError` values by `readReply`. */
 export type RespValue = string | number | null | RespValue[] | RedisReplyError;
@@ -169,7 +169,7 @@ export async function startRedis(opts: RedisOptions = {}): Promise<RedisServer> 
     proc = p;
     await waitFor(
       async () => {
-        if (p.proc.exitCode !== null) throw new Error(`redis-server exited: ${p.output()}`);
+        if (p.proc.exitCode !== null) throw new GiveUp(`redis-server exited: ${p.output()}`);
         return (await rawRedisCommand(host, port, ['PING'], password)).includes('PONG');
       },
       { what: `redis on ${port}`, timeoutMs: 10_000 },

@@ -10,8 +10,17 @@ export interface WaitOptions {
 }
 
 /**
+ * Thrown from a `waitFor` check when waiting longer cannot help (the process being waited on
+ * has exited, say): `waitFor` rethrows it at once instead of polling until its bound.
+ */
+export class GiveUp extends Error {
+  override name = 'GiveUp';
+}
+
+/**
  * Polls `check` until it returns a truthy value (which is returned) or the bound passes.
- * Exceptions thrown by `check` count as "not yet" and the last one is reported on timeout.
+ * Exceptions thrown by `check` count as "not yet" and the last one is reported on timeout,
+ * except `GiveUp`, which ends the wait at once.
  */
 export async function waitFor<T>(check: () => T | Promise<T>, opts: WaitOptions = {}): Promise<NonNullable<T>> {
   const timeoutMs = opts.timeoutMs ?? 10_000;
@@ -23,6 +32,7 @@ export async function waitFor<T>(check: () => T | Promise<T>, opts: WaitOptions 
       const v = await check();
       if (v) return v as NonNullable<T>;
     } catch (err) {
+      if (err instanceof GiveUp) throw err;
       lastError = err;
     }
     if (Date.now() > deadline) {

@@ -2,7 +2,7 @@
 // given rule directory, for the burst-limit integration tests.
 import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort, spawnManaged, tempDir, waitFor, type Managed } from '@rls/testkit';
+import { freePort, spawnManaged, tempDir, waitFor, GiveUp, type Managed } from '@rls/testkit';
 
 const mainTs = new URL('../../ratelimit/src/main.ts', import.meta.url).pathname;
 
@@ -53,7 +53,7 @@ export async function startRateLimit(redisPort: number, rules: RulesTree): Promi
   const proc = spawnManaged(process.execPath, ['--conditions=source', '--import', 'tsx', '-e', `import(${JSON.stringify(mainTs)}).then((m) => m.run())`], { env });
   await waitFor(
     async () => {
-      if (proc.proc.exitCode !== null) throw new Error(`ratelimit exited early:\n${proc.output()}`);
+      if (proc.proc.exitCode !== null) throw new GiveUp(`ratelimit exited early:\n${proc.output()}`);
       const r = await fetch(`http://127.0.0.1:${httpPort}/healthcheck`);
       return r.status === 200;
     },

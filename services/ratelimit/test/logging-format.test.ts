@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { freePort, waitFor } from '@rls/testkit';
+import { freePort, waitFor, GiveUp } from '@rls/testkit';
 import { writeRules } from './support/service-process.js';
 
 const mainTs = new URL('../src/main.ts', import.meta.url).pathname;
@@ -55,7 +55,7 @@ async function runService(env: Record<string, string>, ready: RegExp): Promise<R
   try {
     await waitFor(
       async () => {
-        if (proc.exitCode !== null) throw new Error(`exited early: ${stderr}`);
+        if (proc.exitCode !== null) throw new GiveUp(`exited early: ${stderr}`);
         return ready.test(stderr) && (await fetch(`http://127.0.0.1:${ports.http}/healthcheck`)).status === 200;
       },
       { what: 'the service to be ready', timeoutMs: 20_000, intervalMs: 50 },

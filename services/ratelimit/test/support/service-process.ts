@@ -2,7 +2,7 @@
 // waits until both listeners answer. Used by the end-to-end tests.
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort, spawnManaged, tempDir, waitFor, type Managed } from '@rls/testkit';
+import { freePort, spawnManaged, tempDir, waitFor, GiveUp, type Managed } from '@rls/testkit';
 
 const mainTs = new URL('../../src/main.ts', import.meta.url).pathname;
 
@@ -50,7 +50,7 @@ export async function startService(env: Record<string, string>): Promise<Service
   const httpUrl = `http://127.0.0.1:${httpPort}`;
   await waitFor(
     async () => {
-      if (proc.proc.exitCode !== null) throw new Error(`service exited early:\n${proc.output()}`);
+      if (proc.proc.exitCode !== null) throw new GiveUp(`service exited early:\n${proc.output()}`);
       const r = await fetch(`${httpUrl}/healthcheck`);
       return r.status > 0;
     },
