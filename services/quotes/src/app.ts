@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import type { TLSSocket } from 'node:tls';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { AccountService } from './accounts/account-service.js';
@@ -9,6 +10,8 @@ import { defaultPlansFile, loadPlans, type PlanCatalog } from './accounts/plans.
 import type { RequestLimiter } from './accounts/request-limiter.js';
 import type { RandomBytes } from './accounts/tokens.js';
 import { authenticator } from './api/authenticator.js';
+import { FastQuotePath, installFastPath } from './api/fast-quote.js';
+import { parseQueryString } from './api/query-string.js';
 import { registerCryptoRoutes } from './api/crypto-routes.js';
 import { DashboardAssets } from './api/dashboard-assets.js';
 import { registerDashboardRoutes } from './api/dashboard-routes.js';
@@ -72,6 +75,8 @@ export interface QuotesServices {
   /** Dashboard users (also the CLI's `user plan`). */
   users: UserService;
   rateLimit: RateLimitGate | undefined;
+  /** The cached-quote fast path, when installed (QUOTES_FAST_PATH with access logging off). */
+  fastPath: FastQuotePath | undefined;
 }
 
 declare module 'fastify' {
@@ -143,8 +148,11 @@ export async function buildApp(settings: Readonly<Settings>, deps: AppDeps): Pro
     // path; they exist only when the level shows them (info, fastify's access-log level).
     disableRequestLogging: !log.isLevelEnabled('info'),
     childLoggerFactory: (logger, bindings, opts) => (log.isLevelEnabled('info') ? logger.child(bindings, opts) : logger),
+    // One parser for the router and the fast path, so both read a URL the same way.
+    routerOptions: { querystringParser: parseQueryString },
   });
-  app.decorate('quotes', { accounts, history, snapshots, catalog, store, marketSource: market.kind, flushUsage, backfill, counters, users, rateLimit: deps.rateLimit });
+  const services: QuotesServices = { accounts, history, snapshots, catalog, store, marketSource: market.kind, flushUsage, backfill, counters, users, rateLimit: deps.rateLimit, fastPath: undefined };
+  app.decorate('quotes', services);
   if (live) {
     snapshots.start();
     if (market instanceof ExchangeMarket) await market.startStreams(symbols);
@@ -169,17 +177,41 @@ export async function buildApp(settings: Readonly<Settings>, deps: AppDeps): Pro
   }
   app.decorateRequest('account', null);
   app.decorateRequest('startedAt', 0);
+  // On every response: the data source, so simulated numbers are never mistaken for market data, and CORS.
+  const commonHeaders = [
+    'x-data-source', market.kind,
+    'access-control-allow-origin', '*',
+    'access-control-expose-headers', 'ETag, X-Data-Source, X-Quota-Limit, X-Quota-Remaining, X-Quota-Reset, Retry-After',
+  ];
   app.addHook('onRequest', (request, reply, done) => {
     request.startedAt = performance.now();
     request.account = null;
-    // Said on every response so simulated numbers are never mistaken for market data.
-    reply.header('x-data-source', market.kind);
-    reply.header('access-control-allow-origin', '*');
-    reply.header('access-control-expose-headers', 'ETag, X-Data-Source, X-Quota-Limit, X-Quota-Remaining, X-Quota-Reset, Retry-After');
+    for (let i = 0; i < commonHeaders.length; i += 2) reply.header(commonHeaders[i]!, commonHeaders[i + 1]);
     done();
   });
   installErrorHandling(app);
   registerCryptoRoutes(app, { quotes, catalog, clock, auth: authenticator(accounts, limiters), publicBaseUrl: settings.publicBaseUrl });
+  // Access lines are written by fastify's pipeline, so the fast path stands aside while they are on.
+  if (settings.fastPath && !log.isLevelEnabled('info')) {
+    const fast = new FastQuotePath({
+      accounts,
+      limiters,
+      quotes,
+      catalog,
+      clock,
+      commonHeaders,
+      log,
+      // As the route computes it; behind a trusted proxy only fastify reads X-Forwarded-*.
+      baseUrl: (req) => settings.publicBaseUrl ?? (settings.trustProxy ? undefined : `${(req.socket as TLSSocket).encrypted === true ? 'https' : 'http'}://${req.headers.host ?? ''}`),
+    });
+    if (installFastPath(app.server, fast)) {
+      services.fastPath = fast;
+      app.addHook('preClose', (done) => {
+        fast.enabled = false;
+        done();
+      });
+    }
+  }
   if (deps.rateLimit !== undefined) {
     const gate = deps.rateLimit;
     app.addHook('onClose', async () => gate.close());

@@ -52,6 +52,8 @@ export interface Settings {
   staleSeconds: number;
   logLevel: string;
   trustProxy: boolean;
+  /** Cached quote responses served without fastify's per-request pipeline (see api/fast-quote.ts). */
+  fastPath: boolean;
   /** 0 = every request written at once (exact across servers); otherwise write-behind interval. */
   usageFlushMs: number;
   /** Burst limits and login throttling through the rate limiter (false: none at all). */
@@ -327,6 +329,12 @@ export const SETTINGS: readonly Definition[] = [
     default: 'false',
     doc: 'true behind a reverse proxy: scheme and host come from X-Forwarded-* headers',
     apply: (v, o) => (v === 'true' || v === 'false' ? void (o.trustProxy = v === 'true') : 'must be true or false'),
+  },
+  {
+    name: 'QUOTES_FAST_PATH',
+    default: 'true',
+    doc: 'true: a GET /api/v2/crypto whose answer is already cached, by a token already known, is served ahead of the framework pipeline with identical bytes (applies when access logging is off: QUOTES_LOG_LEVEL warn or above); false: every request takes the full pipeline',
+    apply: bool((b, o) => (o.fastPath = b)),
   },
   // Burst limits and the dashboard (issue 8).
   { name: 'RATELIMIT_ENABLED', default: 'true', doc: 'false turns burst limits and sign-in throttling off entirely (monthly quotas still apply)', apply: bool((b, o) => (o.rateLimitEnabled = b)) },

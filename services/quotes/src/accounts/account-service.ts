@@ -32,16 +32,19 @@ export interface AccountServiceDeps {
 }
 
 const CACHE_ENTRIES = 10_000;
+/** See AccountService.cacheUsable. */
+const CHANGE_CHECK_MS = 1;
 
 /**
  * Tokens and their plans. Resolved tokens are cached (by hash) only while the store reports no
- * change from another connection, and the cache is dropped on this service's own changes, so a
- * revocation, e.g. by the CLI, takes effect on the very next request. Stores that cannot report
+ * change from another connection (asked at most once a millisecond), and the cache is dropped on
+ * this service's own changes, so a revocation, e.g. by the CLI, takes effect within a millisecond. Stores that cannot report
  * changes cheaply (PostgreSQL) are asked on every request.
  */
 export class AccountService {
   private readonly cache = new Map<string, Account>();
   private cacheVersion: number | undefined;
+  private checkedAt = -Infinity;
   constructor(private readonly deps: AccountServiceDeps) {}
 
   async createToken(name: string, planId: string): Promise<{ record: TokenRecord; token: string }> {
@@ -60,18 +63,41 @@ export class AccountService {
     return { record, token };
   }
 
-  async authenticate(token: string | undefined): Promise<Account | undefined> {
-    if (token === undefined || token.length === 0 || token.length > 200) return undefined;
-    const hash = hashToken(token);
-    const version = this.deps.changeVersion?.();
-    if (version !== undefined) {
+  /**
+   * Whether the cache may be used, dropping it when the store changed. The store is asked at
+   * most once per CHANGE_CHECK_MS (the question costs a few microseconds and two file-lock
+   * calls in SQLite), so another process's change is seen within that bound.
+   */
+  private cacheUsable(): boolean {
+    const changeVersion = this.deps.changeVersion;
+    if (changeVersion === undefined) return false;
+    const t = performance.now();
+    if (t - this.checkedAt >= CHANGE_CHECK_MS || t < this.checkedAt) {
+      this.checkedAt = t;
+      const version = changeVersion();
       if (version !== this.cacheVersion) {
         this.cache.clear();
         this.cacheVersion = version;
       }
+    }
+    return true;
+  }
+
+  /** The account of a token already in the cache, without asking the store (the fast path); else undefined. */
+  cachedAccount(token: string | undefined): Account | undefined {
+    if (token === undefined || token.length === 0 || token.length > 200 || !this.cacheUsable()) return undefined;
+    return this.cache.get(hashToken(token));
+  }
+
+  async authenticate(token: string | undefined): Promise<Account | undefined> {
+    if (token === undefined || token.length === 0 || token.length > 200) return undefined;
+    const hash = hashToken(token);
+    const cached = this.cacheUsable();
+    if (cached) {
       const hit = this.cache.get(hash);
       if (hit !== undefined) return hit;
     }
+    const version = this.cacheVersion;
     const rec = await this.deps.tokens.findByHash(hash);
     // The indexed lookup already matched; the constant-time check guards against a store that
     // matches loosely (e.g. collation) without leaking how much of a guess was right.
@@ -79,7 +105,8 @@ export class AccountService {
     const plan = this.deps.plans.get(rec.planId);
     if (plan === undefined) return undefined;
     const account = { tokenId: rec.id, name: rec.name, plan };
-    if (version !== undefined) {
+    // Not cached when the store changed meanwhile (the record may predate the change).
+    if (cached && version === this.cacheVersion) {
       if (this.cache.size >= CACHE_ENTRIES) this.cache.clear();
       this.cache.set(hash, account);
     }

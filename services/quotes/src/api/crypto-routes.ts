@@ -18,6 +18,20 @@ export interface CryptoRoutesDeps {
 }
 
 const ALLOW = 'GET, HEAD, OPTIONS';
+export const QUOTE_VARY = 'Authorization, Accept-Language';
+export const JSON_TYPE = 'application/json; charset=utf-8';
+
+let isoAt = NaN;
+let iso = '';
+
+/** The `/api/v2/crypto` body around the cached `coins` JSON; `took` in whole milliseconds. */
+export function quoteBody(coinsJson: string, now: number, took: number): string {
+  if (now !== isoAt) {
+    isoAt = now;
+    iso = new Date(now).toISOString();
+  }
+  return `{"coins":${coinsJson},"requestedAt":"${iso}","took":${took}}`;
+}
 const AVAILABLE_MAX_AGE = 3600;
 
 function refuseMethod(): never {
@@ -33,12 +47,11 @@ export function registerCryptoRoutes(app: FastifyInstance, deps: CryptoRoutesDep
     const account = request.account;
     if (account === null) throw new QuotesError('TOKEN_INVALID');
     const parsed = parseCryptoQuery(request.query as RawQuery, account.plan, deps.catalog);
-    const result = await deps.quotes.quote({ ...parsed, plan: account.plan, baseUrl: baseUrl(request) });
-    reply.header('cache-control', `private, max-age=${result.maxAgeSeconds}`).header('etag', result.etag).header('vary', 'Authorization, Accept-Language');
+    const result = await deps.quotes.quote({ coins: parsed.coins, currency: parsed.currency, history: parsed.history, plan: account.plan, baseUrl: baseUrl(request) });
+    reply.header('cache-control', `private, max-age=${result.maxAgeSeconds}`).header('etag', result.etag).header('vary', QUOTE_VARY);
     if (etagMatches(request.headers['if-none-match'], result.etag)) return reply.code(304).send();
     const took = Math.max(0, Math.round(performance.now() - request.startedAt));
-    const body = `{"coins":${result.coinsJson},"requestedAt":"${new Date(deps.clock.now()).toISOString()}","took":${took}}`;
-    return reply.type('application/json; charset=utf-8').send(body);
+    return reply.type(JSON_TYPE).send(quoteBody(result.coinsJson, deps.clock.now(), took));
   });
 
   app.get('/api/v2/crypto/available', async (request, reply) => {
@@ -47,9 +60,9 @@ export function registerCryptoRoutes(app: FastifyInstance, deps: CryptoRoutesDep
     if (coins.length === 0) throw new QuotesError('SEARCH_NO_MATCH');
     const body = JSON.stringify({ coins });
     const etag = `W/"${createHash('sha1').update(body).digest('base64url')}"`;
-    reply.header('cache-control', `private, max-age=${AVAILABLE_MAX_AGE}`).header('etag', etag).header('vary', 'Authorization, Accept-Language');
+    reply.header('cache-control', `private, max-age=${AVAILABLE_MAX_AGE}`).header('etag', etag).header('vary', QUOTE_VARY);
     if (etagMatches(request.headers['if-none-match'], etag)) return reply.code(304).send();
-    return reply.type('application/json; charset=utf-8').send(body);
+    return reply.type(JSON_TYPE).send(body);
   });
 
   // Refused before any body parsing, so odd content types still get a clean 405.

@@ -62,6 +62,16 @@ export class MarketSnapshots {
     return this.snap;
   }
 
+  /**
+   * The snapshot a request would get right now when that needs no refresh (no waiting), else
+   * undefined: the synchronous check of the cached-response fast path.
+   */
+  peek(): MarketSnapshot | undefined {
+    if (this.deps.mode === 'background') return this.snap.version > 0 ? this.snap : undefined;
+    const now = this.deps.clock.now();
+    return now - this.lastAttempt >= this.deps.refreshMs || now < this.lastAttempt ? undefined : this.snap;
+  }
+
   async current(): Promise<MarketSnapshot> {
     if (this.deps.mode === 'background') return this.snap.version > 0 ? this.snap : await this.refreshNow();
     const now = this.deps.clock.now();

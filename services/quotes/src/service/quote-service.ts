@@ -6,7 +6,7 @@ import type { FxHistory } from '../history/fx-history.js';
 import type { HistoryService } from '../history/history-service.js';
 import { historyWindow, type HistoryParams } from '../history/range-rules.js';
 import type { CoinCatalog } from '../market/coin-catalog.js';
-import type { MarketSnapshots } from '../market/market-snapshots.js';
+import type { MarketSnapshot, MarketSnapshots } from '../market/market-snapshots.js';
 import type { Ticker } from '../market/types.js';
 
 export interface CryptoRequest {
@@ -50,6 +50,10 @@ interface HistoricalPoint {
   adjustedClose: number | null;
 }
 
+function cacheKey(req: CryptoRequest): string {
+  return `${req.currency}|${req.history?.range ?? ''}|${req.history?.interval ?? ''}|${req.plan.id}|${req.baseUrl}|${req.coins.join(',')}`;
+}
+
 /**
  * Assembles brapi `Coin` records: latest tickers converted at the latest rate, and history
  * converted point by point at the rate of each candle's UTC close date. Responses are cached
@@ -65,25 +69,11 @@ export class QuoteService {
   async quote(req: CryptoRequest): Promise<CryptoResult> {
     const snap = await this.deps.snapshots.current();
     const now = this.deps.clock.now();
-    const missing = req.coins.filter((c) => {
-      const t = snap.tickers.get(c);
-      return t === undefined || !(t.lastPrice > 0);
-    });
-    if (missing.length > 0) throw new QuotesError('QUOTE_UNAVAILABLE', { coins: missing });
-    // Old data is never served as current: the answer says how old it is.
-    const stale = req.coins.filter((c) => now - (snap.tickers.get(c) as Ticker).closeTime > this.deps.staleMs);
-    const limitSeconds = Math.round(this.deps.staleMs / 1000);
-    if (stale.length > 0) {
-      const oldest = Math.min(...stale.map((c) => (snap.tickers.get(c) as Ticker).closeTime));
-      throw new QuotesError('QUOTE_UNAVAILABLE', { coins: stale, ageSeconds: Math.floor((now - oldest) / 1000), limitSeconds });
-    }
-    const rate = snap.fx.rates.get(req.currency);
-    if (rate === undefined || !(rate > 0)) throw new QuotesError('QUOTE_UNAVAILABLE', { coins: [`USD/${req.currency}`] });
-    if (req.currency !== 'USD' && now - snap.fx.time > this.deps.staleMs) {
-      throw new QuotesError('QUOTE_UNAVAILABLE', { coins: [`USD/${req.currency}`], ageSeconds: Math.floor((now - snap.fx.time) / 1000), limitSeconds });
-    }
-    const maxAgeSeconds = Math.max(0, Math.ceil((snap.fetchedAt + this.deps.refreshMs - now) / 1000));
-    const key = `${req.currency}|${req.history?.range ?? ''}|${req.history?.interval ?? ''}|${req.plan.id}|${req.baseUrl}|${req.coins.join(',')}`;
+    const problem = this.problem(snap, req, now);
+    if (problem !== undefined) throw problem;
+    const rate = snap.fx.rates.get(req.currency) as number;
+    const maxAgeSeconds = this.maxAge(snap, now);
+    const key = cacheKey(req);
     const hit = this.cache.get(key);
     if (hit !== undefined && hit.version === snap.version) return { coinsJson: hit.coinsJson, etag: hit.etag, maxAgeSeconds };
 
@@ -96,6 +86,50 @@ export class QuoteService {
     }
     this.cache.set(key, { coinsJson, etag, maxAgeSeconds, version: snap.version });
     return { coinsJson, etag, maxAgeSeconds };
+  }
+
+  /**
+   * The answer `quote` would give when it is already cached and needs no refresh, else
+   * undefined (also for every error case, which `quote` then reports). Synchronous and free of
+   * side effects: the cached-response fast path asks it before admitting a request.
+   */
+  cachedQuote(req: CryptoRequest): CryptoResult | undefined {
+    const snap = this.deps.snapshots.peek();
+    if (snap === undefined) return undefined;
+    const now = this.deps.clock.now();
+    if (this.problem(snap, req, now) !== undefined) return undefined;
+    const hit = this.cache.get(cacheKey(req));
+    if (hit === undefined || hit.version !== snap.version) return undefined;
+    return { coinsJson: hit.coinsJson, etag: hit.etag, maxAgeSeconds: this.maxAge(snap, now) };
+  }
+
+  private maxAge(snap: MarketSnapshot, now: number): number {
+    return Math.max(0, Math.ceil((snap.fetchedAt + this.deps.refreshMs - now) / 1000));
+  }
+
+  /** Why `req` cannot be answered from `snap` (missing or stale data), or undefined. */
+  private problem(snap: MarketSnapshot, req: CryptoRequest, now: number): QuotesError | undefined {
+    let missing: string[] | undefined;
+    let stale: string[] | undefined;
+    let oldest = Infinity;
+    for (const c of req.coins) {
+      const t = snap.tickers.get(c);
+      if (t === undefined || !(t.lastPrice > 0)) (missing ??= []).push(c);
+      // Old data is never served as current: the answer says how old it is.
+      else if (now - t.closeTime > this.deps.staleMs) {
+        (stale ??= []).push(c);
+        oldest = Math.min(oldest, t.closeTime);
+      }
+    }
+    if (missing !== undefined) return new QuotesError('QUOTE_UNAVAILABLE', { coins: missing });
+    const limitSeconds = Math.round(this.deps.staleMs / 1000);
+    if (stale !== undefined) return new QuotesError('QUOTE_UNAVAILABLE', { coins: stale, ageSeconds: Math.floor((now - oldest) / 1000), limitSeconds });
+    const rate = snap.fx.rates.get(req.currency);
+    if (rate === undefined || !(rate > 0)) return new QuotesError('QUOTE_UNAVAILABLE', { coins: [`USD/${req.currency}`] });
+    if (req.currency !== 'USD' && now - snap.fx.time > this.deps.staleMs) {
+      return new QuotesError('QUOTE_UNAVAILABLE', { coins: [`USD/${req.currency}`], ageSeconds: Math.floor((now - snap.fx.time) / 1000), limitSeconds });
+    }
+    return undefined;
   }
 
   private async coin(symbol: string, t: Ticker, req: CryptoRequest, rate: number): Promise<Record<string, unknown>> {

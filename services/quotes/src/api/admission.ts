@@ -1,0 +1,50 @@
+import type { IncomingMessage } from 'node:http';
+import type { Account } from '../accounts/account-service.js';
+import type { RequestLimiter } from '../accounts/request-limiter.js';
+
+/**
+ * Runs every limiter in order for an authenticated account, appending the response headers each
+ * one adds to `headers` (name, value pairs, in order). A refused request still shows where the
+ * caller stands with the limiters not reached (a 429 carries the monthly quota headers): their
+ * `peek` headers are appended before the refusal is rethrown, and a failing peek never hides it.
+ */
+export async function admitAll(account: Account, limiters: readonly RequestLimiter[], headers: string[]): Promise<void> {
+  for (let i = 0; i < limiters.length; i++) {
+    let added: Readonly<Record<string, string>>;
+    try {
+      added = await limiters[i]!.admit(account);
+    } catch (err) {
+      for (const later of limiters.slice(i + 1)) {
+        const peeked = await later.peek?.(account).catch(() => undefined);
+        for (const k in peeked) headers.push(k, peeked[k]!);
+      }
+      throw err;
+    }
+    for (const k in added) headers.push(k, added[k]!);
+  }
+}
+
+/**
+ * What the fast path already decided for a request it hands over to the full pipeline: the
+ * account, the limiter headers, and the refusal (or failure) to report. The limiters counted the
+ * request once; the pipeline must replay this outcome instead of asking them again.
+ */
+export interface Admission {
+  account: Account;
+  headers: string[];
+  /** Undefined when the request was admitted. */
+  error: Error | undefined;
+}
+
+const ADMISSION = Symbol('quotes.admission');
+type WithAdmission = IncomingMessage & { [ADMISSION]?: Admission | undefined };
+
+export function attachAdmission(raw: IncomingMessage, admission: Admission): void {
+  (raw as WithAdmission)[ADMISSION] = admission;
+}
+
+export function takeAdmission(raw: IncomingMessage): Admission | undefined {
+  const a = (raw as WithAdmission)[ADMISSION];
+  if (a !== undefined) (raw as WithAdmission)[ADMISSION] = undefined;
+  return a;
+}

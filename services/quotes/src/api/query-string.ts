@@ -1,0 +1,11 @@
+import fastQuerystring from 'fast-querystring';
+import type { RawQuery } from './crypto-query.js';
+
+/**
+ * The query-string parser of every route (fastify's router is configured with it) and of the
+ * fast path, so both read a URL the same way: fast-querystring, the router's own default, with
+ * repeated names collected into arrays.
+ */
+export function parseQueryString(query: string): RawQuery {
+  return query.length === 0 ? {} : (fastQuerystring.parse(query) as RawQuery);
+}
