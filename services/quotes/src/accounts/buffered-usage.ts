@@ -1,7 +1,13 @@
 import type { UsageRepository } from '../store/types.js';
 
 /** What the monthly quota needs from a counter. */
-export type UsageCounter = Pick<UsageRepository, 'incrementIfBelow' | 'get'>;
+export type UsageCounter = Pick<UsageRepository, 'incrementIfBelow' | 'get'> & {
+  /**
+   * `incrementIfBelow` without waiting, when the count is already in memory: the new count,
+   * null when the limit is reached (nothing counted), undefined when only the async call can tell.
+   */
+  tryIncrementIfBelow?: (tokenId: string, month: string, limit: number) => number | null | undefined;
+};
 
 interface Entry {
   tokenId: string;
@@ -22,6 +28,14 @@ export class BufferedUsage implements UsageCounter {
   private readonly entries = new Map<string, Entry>();
   private flushing: Promise<void> | undefined;
   constructor(private readonly repo: UsageRepository) {}
+
+  tryIncrementIfBelow(tokenId: string, month: string, limit: number): number | null | undefined {
+    const e = this.entries.get(`${tokenId}\u0000${month}`);
+    if (e === undefined) return undefined;
+    if (e.base + e.pending >= limit) return null;
+    e.pending++;
+    return e.base + e.pending;
+  }
 
   async incrementIfBelow(tokenId: string, month: string, limit: number): Promise<number | undefined> {
     const key = `${tokenId}\u0000${month}`;

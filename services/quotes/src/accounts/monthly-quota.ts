@@ -28,20 +28,34 @@ export class MonthlyQuota implements RequestLimiter {
     return this.period;
   }
 
+  admitNow(account: Account): Readonly<Record<string, string>> | undefined {
+    if (this.usage.tryIncrementIfBelow === undefined) return undefined;
+    const now = this.clock.now();
+    const period = this.current(now);
+    const limit = account.plan.monthlyRequests;
+    const count = this.usage.tryIncrementIfBelow(account.tokenId, period.month, limit);
+    return count === undefined ? undefined : this.outcome(account, now, period, limit, count ?? undefined);
+  }
+
   async admit(account: Account): Promise<Readonly<Record<string, string>>> {
     const now = this.clock.now();
-    const { month, reset, resetIso } = this.current(now);
+    const period = this.current(now);
     const limit = account.plan.monthlyRequests;
-    const count = await this.usage.incrementIfBelow(account.tokenId, month, limit);
+    const count = await this.usage.incrementIfBelow(account.tokenId, period.month, limit);
+    return this.outcome(account, now, period, limit, count);
+  }
+
+  /** Headers for an admitted request (`count` after it), or the refusal when `count` is undefined. */
+  private outcome(account: Account, now: number, period: { reset: number; resetIso: string }, limit: number, count: number | undefined): Readonly<Record<string, string>> {
     if (count === undefined) {
-      const headers = { 'x-quota-limit': String(limit), 'x-quota-remaining': '0', 'x-quota-reset': resetIso };
-      throw new QuotesError('QUOTA_EXHAUSTED', { limit, retryAfterSeconds: Math.ceil((reset - now) / 1000), headers });
+      const headers = { 'x-quota-limit': String(limit), 'x-quota-remaining': '0', 'x-quota-reset': period.resetIso };
+      throw new QuotesError('QUOTA_EXHAUSTED', { limit, retryAfterSeconds: Math.ceil((period.reset - now) / 1000), headers });
     }
     this.daily?.record(account.tokenId, now);
     return {
       'x-quota-limit': String(limit),
       'x-quota-remaining': String(Math.max(0, limit - count)),
-      'x-quota-reset': resetIso,
+      'x-quota-reset': period.resetIso,
     };
   }
 

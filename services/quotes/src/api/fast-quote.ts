@@ -1,11 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type { AccountService } from '../accounts/account-service.js';
+import type { Account, AccountService } from '../accounts/account-service.js';
 import type { RequestLimiter } from '../accounts/request-limiter.js';
 import type { Clock } from '../clock.js';
 import type { CoinCatalog } from '../market/coin-catalog.js';
 import type { CryptoResult, QuoteService } from '../service/quote-service.js';
-import type { Account } from '../accounts/account-service.js';
 import { admitAll, attachAdmission } from './admission.js';
 import { tokenOf } from './authenticator.js';
 import { parseCryptoQuery } from './crypto-query.js';
@@ -72,17 +71,23 @@ export class FastQuotePath {
       return false; // invalid parameters: the route reports them
     }
     if (result === undefined) return false;
-    void this.serve(req, res, account, result, startedAt, fallback);
+    const headers = d.commonHeaders.slice();
+    const pending = admitAll(account, d.limiters, headers);
+    // Limiters that decide at once (the monthly quota with its count in memory) keep the whole
+    // request synchronous; otherwise the answer waits for them.
+    if (pending === undefined) this.respond(req, res, account, result, startedAt, fallback, headers, headers.length);
+    else {
+      pending.then(
+        () => this.respond(req, res, account, result, startedAt, fallback, headers, headers.length),
+        (error: unknown) => this.handOver(req, res, account, fallback, headers, headers.length, error),
+      );
+    }
     return true;
   }
 
-  private async serve(req: IncomingMessage, res: ServerResponse, account: Account, result: CryptoResult, startedAt: number, fallback: RequestHandler): Promise<void> {
+  private respond(req: IncomingMessage, res: ServerResponse, account: Account, result: CryptoResult, startedAt: number, fallback: RequestHandler, headers: string[], admittedEnd: number): void {
     const d = this.deps;
-    const headers = d.commonHeaders.slice();
-    let admittedEnd = -1;
     try {
-      await admitAll(account, d.limiters, headers);
-      admittedEnd = headers.length;
       headers.push('cache-control', `private, max-age=${result.maxAgeSeconds}`, 'etag', result.etag, 'vary', QUOTE_VARY, 'content-type', JSON_TYPE);
       const took = Math.max(0, Math.round(performance.now() - startedAt));
       const body = quoteBody(result.coinsJson, d.clock.now(), took);
@@ -96,12 +101,16 @@ export class FastQuotePath {
         res.destroy();
         return;
       }
-      // Refused (429/402) or failed: the full pipeline reports it, without counting again.
-      const limiterHeaders = headers.slice(d.commonHeaders.length, admittedEnd < 0 ? headers.length : admittedEnd);
-      attachAdmission(req, { account, headers: limiterHeaders, error: error instanceof Error ? error : new Error(String(error)) });
-      this.counts.handedOver++;
-      fallback(req, res);
+      this.handOver(req, res, account, fallback, headers, admittedEnd, error);
     }
+  }
+
+  /** Refused (429/402) or failed: the full pipeline reports it, without counting again. */
+  private handOver(req: IncomingMessage, res: ServerResponse, account: Account, fallback: RequestHandler, headers: string[], limiterEnd: number, error: unknown): void {
+    const limiterHeaders = headers.slice(this.deps.commonHeaders.length, limiterEnd);
+    attachAdmission(req, { account, headers: limiterHeaders, error: error instanceof Error ? error : new Error(String(error)) });
+    this.counts.handedOver++;
+    fallback(req, res);
   }
 }
 
