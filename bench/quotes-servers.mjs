@@ -1,6 +1,8 @@
 // Starts, in this process, either the quotes service (SQLite in a temp dir, simulated market,
 // a pro token with a huge quota) or a plain fastify server that answers every GET with fixed
-// bytes from memory. Prints one JSON line {port, token?} when ready. Used by bench/quotes.sh.
+// bytes from memory: `plain BODY_FILE` the body alone, `plain BODY_FILE HEADERS_FILE` also the
+// service's header lines (one `name: value` a line), so the response bytes are the same.
+// Prints one JSON line {port, token?} when ready. Used by bench/quotes.sh.
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,8 +14,11 @@ import { loadSettings } from '../services/quotes/dist/src/settings.js';
 const mode = process.argv[2];
 if (mode === 'plain') {
   const body = readFileSync(process.argv[3] ?? '', 'utf8');
+  const skip = new Set(['content-type', 'content-length', 'date', 'connection', 'keep-alive']);
+  const headers = process.argv[4] === undefined ? [] : readFileSync(process.argv[4], 'utf8').split(/\r?\n/).map((l) => l.match(/^([^:\s]+):\s*(.*)$/)).filter((m) => m !== null && !skip.has(m[1].toLowerCase())).map((m) => [m[1].toLowerCase(), m[2]]);
   const app = Fastify({ logger: false });
   app.get('/*', (_req, reply) => {
+    for (const [k, v] of headers) reply.header(k, v);
     void reply.type('application/json; charset=utf-8').send(body);
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
