@@ -38,8 +38,8 @@ const CHANGE_CHECK_MS = 1;
 /**
  * Tokens and their plans. Resolved tokens are cached (by hash) only while the store reports no
  * change from another connection (asked at most once a millisecond), and the cache is dropped on
- * this service's own changes, so a revocation, e.g. by the CLI, takes effect within a millisecond. Stores that cannot report
- * changes cheaply (PostgreSQL) are asked on every request.
+ * this service's own changes, so a revocation, e.g. by the CLI, takes effect within a
+ * millisecond. Stores that cannot report changes cheaply (PostgreSQL) are asked on every request.
  */
 export class AccountService {
   private readonly cache = new Map<string, Account>();

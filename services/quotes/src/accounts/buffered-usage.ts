@@ -39,15 +39,12 @@ export class BufferedUsage implements UsageCounter {
 
   async incrementIfBelow(tokenId: string, month: string, limit: number): Promise<number | undefined> {
     const key = `${tokenId}\u0000${month}`;
-    let e = this.entries.get(key);
-    if (e === undefined) {
+    if (!this.entries.has(key)) {
       const base = await this.repo.get(tokenId, month);
-      e = this.entries.get(key) ?? { tokenId, month, base, pending: 0 };
-      this.entries.set(key, e);
+      // Another request may have loaded it while this one waited.
+      if (!this.entries.has(key)) this.entries.set(key, { tokenId, month, base, pending: 0 });
     }
-    if (e.base + e.pending >= limit) return undefined;
-    e.pending++;
-    return e.base + e.pending;
+    return this.tryIncrementIfBelow(tokenId, month, limit) ?? undefined;
   }
 
   /** The count including what this process admitted and has not written yet. */
