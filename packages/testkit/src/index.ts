@@ -1,5 +1,5 @@
 export { freePort } from './ports.js';
-export { waitFor, GiveUp, type WaitOptions } from './wait.js';
+export { waitFor, GiveUp, clearOfWindowEdge, type WaitOptions } from './wait.js';
 export { FakeClock } from './clock.js';
 export { tempDir, spawnManaged, type Managed } from './process.js';
 export {

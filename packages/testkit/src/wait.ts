@@ -42,3 +42,22 @@ export async function waitFor<T>(check: () => T | Promise<T>, opts: WaitOptions 
     await delay(intervalMs);
   }
 }
+
+/**
+ * For tests that count against a real-time fixed window in another process (whose clock cannot
+ * be injected): waits, at most `needMs`, until the current wall-clock window of `windowSeconds`
+ * has at least `needMs` left, so a short sequence of requests cannot straddle a window boundary.
+ * Returns the window's start (Unix seconds).
+ */
+export async function clearOfWindowEdge(windowSeconds: number, needMs: number): Promise<number> {
+  const windowMs = windowSeconds * 1000;
+  if (needMs >= windowMs) throw new Error(`clearOfWindowEdge: ${needMs} ms does not fit in a ${windowSeconds} s window`);
+  const found = await waitFor(
+    () => {
+      const now = Date.now();
+      return windowMs - (now % windowMs) >= needMs ? { start: Math.floor(now / windowMs) * windowSeconds } : undefined;
+    },
+    { what: `${needMs} ms left in the current ${windowSeconds} s window`, timeoutMs: needMs + 1000, intervalMs: 10 },
+  );
+  return found.start;
+}

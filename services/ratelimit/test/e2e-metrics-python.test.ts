@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createRateLimitClient } from '@rls/rls-proto';
-import { freePort } from '@rls/testkit';
+import { clearOfWindowEdge, freePort } from '@rls/testkit';
 import { postJson, startService, writeRules } from './support/service-process.js';
 
 const PARSE = `
@@ -33,6 +33,7 @@ test('Prometheus scrape parses with the Python client parser and carries the def
   const svc = await startService({ ...rules.env, BACKEND_TYPE: 'memory', USE_STATS_PUSH: 'false', USE_PULL_METRICS: 'true', PULL_METRICS_ADDR: `127.0.0.1:${metricsPort}` });
   const client = createRateLimitClient({ address: svc.grpcAddress, timeoutMs: 5000 });
   try {
+    await clearOfWindowEdge(60, 5000); // the 5 requests count in one minute window
     for (let i = 0; i < 5; i++) await postJson(svc.httpUrl, { domain: 'm', descriptors: [{ entries: [{ key: 'k', value: 'x' }] }] });
     await client.shouldRateLimit({ domain: 'm', descriptors: [{ entries: [{ key: 'a', value: '1' }, { key: 'b', value: '2' }] }], hitsAddend: 0 });
     const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();

@@ -3,7 +3,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRateLimitClient, RateLimitRpcError, RlsCode, RlsUnit, type RateLimitClient } from '@rls/rls-proto';
-import { startRedis, waitFor, type RedisServer } from '@rls/testkit';
+import { clearOfWindowEdge, startRedis, waitFor, type RedisServer } from '@rls/testkit';
 import { postJson, startService, writeRules, type ServiceProcess } from './support/service-process.js';
 
 const RULES = `
@@ -57,6 +57,8 @@ describe('ratelimit process with Redis', () => {
   test('counts down over gRPC, then OVER_LIMIT, with Redis keys as upstream writes them', async () => {
     const v = `u${Date.now()}`;
     const req = { domain: 'e2e', descriptors: [{ entries: [{ key: 'key2', value: v }] }], hitsAddend: 0 };
+    // The service's clock is the wall clock: keep the 22 requests inside one minute window.
+    const minute = await clearOfWindowEdge(60, 10_000);
     for (let i = 1; i <= 22; i++) {
       const res = await client.shouldRateLimit(req);
       const st = res.statuses[0]!;
@@ -74,7 +76,7 @@ describe('ratelimit process with Redis', () => {
     const keys = (await redis.call('KEYS', `p:e2e_key2_${v}_*`)) as string[];
     assert.equal(keys.length, 1);
     const windowStart = Number(keys[0]!.split('_').pop());
-    assert.equal(windowStart % 60, 0, 'MINUTE windows are aligned to the minute');
+    assert.equal(windowStart, minute, 'MINUTE windows are aligned to the minute');
     assert.equal(await redis.call('GET', keys[0]!), '22');
     const ttl = (await redis.call('TTL', keys[0]!)) as number;
     assert.ok(ttl > 0 && ttl <= 60, `TTL ${ttl} is one unit (jitter disabled)`);
@@ -82,6 +84,7 @@ describe('ratelimit process with Redis', () => {
 
   test('named rule, unlimited, shadow and share_threshold over gRPC', async () => {
     const v = `n${Date.now()}`;
+    await clearOfWindowEdge(3600, 5000);
     const res = await client.shouldRateLimit({
       domain: 'e2e',
       descriptors: [
@@ -110,6 +113,7 @@ describe('ratelimit process with Redis', () => {
 
   test('POST /json answers 200 then 429 with the proto3 JSON shape', async () => {
     const v = `j${Date.now()}`;
+    await clearOfWindowEdge(3600, 5000);
     const body = { domain: 'e2e', descriptors: [{ entries: [{ key: 'key3', value: v }] }], hitsAddend: 9 };
     const first = await postJson(svc.httpUrl, body);
     assert.equal(first.status, 200);

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { makeTestPki, tempDir, type TestPki } from '@rls/testkit';
+import { clearOfWindowEdge, makeTestPki, tempDir, type TestPki } from '@rls/testkit';
 import { buildRateLimitApp, type RateLimitApp } from '../src/app.js';
 import { silentLogger } from '../src/logger.js';
 import { loadSettings } from '../src/settings.js';
@@ -168,6 +168,7 @@ for (const transport of TRANSPORTS) {
     test('TLS: decisions and health over a C-core channel', async () => {
       const { app, target } = await startApp({ GRPC_TRANSPORT: transport });
       try {
+        await clearOfWindowEdge(60, 15_000); // both calls count in one minute window (limit 1)
         const r = await runPythonAsync({ target, ca: pki.ca.certPath, calls: 2 });
         assert.deepEqual(r, { overallCodes: [1, 2], health: 1, status: 'OK' });
         const untrusted = await runPythonAsync({ target, ca: makeTestPki(dir.path, 'py-other-').ca.certPath });

@@ -4,7 +4,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRateLimitClient } from '@rls/rls-proto';
 import { connect } from 'node:net';
-import { freePort, spawnManaged, startXdsServer, waitFor, type XdsManagementServer } from '@rls/testkit';
+import { clearOfWindowEdge, freePort, spawnManaged, startXdsServer, waitFor, type XdsManagementServer } from '@rls/testkit';
 import { postJson, startService } from './support/service-process.js';
 import { limitResource, PROTO_DIR } from './xds-support.js';
 
@@ -51,6 +51,7 @@ describe('service process with rules over xDS', () => {
       try {
         await assert.rejects(client.shouldRateLimit({ ...body, hitsAddend: 1 }), /no rate limit configuration loaded/);
         await server.waitForRequest((r) => r.nodeId === 'force-node');
+        await clearOfWindowEdge(60, 10_000); // the next 3 requests count in one minute window
         server.push('p1', [limitResource('rl-config', 'rl', 'user', 'alice', 2)]);
         await server.waitForRequest((r) => r.nodeId === 'force-node' && r.versionInfo === 'p1');
         const res = await client.shouldRateLimit({ ...body, hitsAddend: 1 });
