@@ -9,7 +9,8 @@
 //   ... (node h2)     the same three/one on GRPC_TRANSPORT=node (node:http2 instead of our HTTP/2)
 //   grpc-js no-op     @grpc/grpc-js with a constant answer (ceiling of grpc-js)
 //   grpc-js + rlf     @grpc/grpc-js + protobufjs + rate-limiter-flexible on ioredis
-// Environment: DURATION (s, default 10), CLIENTS (10), STREAMS (10), ONLY (comma list of names).
+// Environment: DURATION (s, default 10), CLIENTS (10), STREAMS (10), ONLY (comma list of names),
+// ROUNDS (default 1): the servers are measured in turn ROUNDS times and the medians printed.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { encodeRateLimitRequest } from '../packages/rls-proto/dist/src/index.js';
@@ -19,6 +20,7 @@ const DURATION = Number(process.env.DURATION ?? 10);
 const CLIENTS = Number(process.env.CLIENTS ?? 10);
 const STREAMS = Number(process.env.STREAMS ?? 10);
 const ONLY = process.env.ONLY?.split(',');
+const ROUNDS = Math.max(1, Number(process.env.ROUNDS ?? 1));
 const PATH = '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit';
 
 function rulesDir() {
@@ -48,9 +50,10 @@ const rules = rulesDir();
 async function ours(name, key, extraEnv) {
   const port = await freePort();
   const httpPort = await freePort();
+  const debugPort = await freePort();
   const s = start(process.execPath, [`${repoRoot}services/ratelimit/bin/ratelimit.js`], {
     ...rules,
-    GRPC_HOST: '127.0.0.1', GRPC_PORT: String(port), HOST: '127.0.0.1', PORT: String(httpPort),
+    GRPC_HOST: '127.0.0.1', GRPC_PORT: String(port), HOST: '127.0.0.1', PORT: String(httpPort), DEBUG_HOST: '127.0.0.1', DEBUG_PORT: String(debugPort),
     BACKEND_TYPE: 'redis', KVSTORE_SOCKET_TYPE: 'tcp', KVSTORE_URL: redis.url,
     LOG_LEVEL: 'error', USE_STATS_PUSH: 'false', WORKERS: '1', ...extraEnv,
   });
@@ -78,19 +81,39 @@ const scenarios = [
   ['grpc-js + rlf', () => external('grpc-js + rlf', 'grpcjs-rlf.mjs', [redis.url])],
 ];
 
-const results = [];
+// Servers start once; each round runs every server in turn (alternating, so a slow spell of a
+// shared machine hits all of them) and the table shows per-server medians over the rounds.
+const servers = [];
 for (const [name, make] of scenarios) {
   if (ONLY && !ONLY.includes(name)) continue;
-  const srv = await make();
-  const redisCpu0 = cpuMs(redis.pid);
-  const r = await h2loadGrpc({ port: srv.port, path: PATH, body: srv.body, clients: CLIENTS, streams: STREAMS, durationS: DURATION, serverPids: srv.pids });
-  const redisCpu = cpuMs(redis.pid) - redisCpu0;
-  results.push({ name, ...r, redisUsPerReq: (redisCpu * 1000) / Math.max(1, r.requests) });
-  await srv.stop();
+  servers.push(await make());
 }
+const runs = new Map(servers.map((s) => [s.name, []]));
+for (let round = 0; round < ROUNDS; round++) {
+  for (const srv of servers) {
+    const redisCpu0 = cpuMs(redis.pid);
+    const r = await h2loadGrpc({ port: srv.port, path: PATH, body: srv.body, clients: CLIENTS, streams: STREAMS, durationS: DURATION, serverPids: srv.pids });
+    const redisCpu = cpuMs(redis.pid) - redisCpu0;
+    runs.get(srv.name).push({ ...r, redisUsPerReq: (redisCpu * 1000) / Math.max(1, r.requests) });
+  }
+}
+for (const srv of servers) await srv.stop();
 await redis.stop();
 
-console.log(`\nShouldRateLimit over gRPC, h2load -c${CLIENTS} -m${STREAMS}, ${DURATION}s per server (after a 2 s warm-up), 1 descriptor\n`);
+const median = (xs) => {
+  const v = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  return v.length === 0 ? NaN : v.length % 2 === 1 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+};
+const FIELDS = ['rps', 'p50', 'p99', 'cpuUsPerReq', 'clientUsPerReq', 'redisUsPerReq', 'failed'];
+const results = servers.map((srv) => {
+  const rs = runs.get(srv.name);
+  return { name: srv.name, rounds: rs, ...Object.fromEntries(FIELDS.map((f) => [f, f === 'failed' ? rs.reduce((a, r) => a + r.failed, 0) : median(rs.map((r) => r[f]))])) };
+});
+
+console.log(
+  `\nShouldRateLimit over gRPC, h2load -c${CLIENTS} -m${STREAMS} -t1, ${DURATION}s per server (after a 2 s warm-up), 1 descriptor` +
+    (ROUNDS > 1 ? `; medians of ${ROUNDS} alternating rounds` : '') + '\n',
+);
 table(results, [
   { title: 'server', get: (r) => r.name },
   { title: 'req/s', get: (r) => fmt(r.rps) },
@@ -98,10 +121,16 @@ table(results, [
   { title: 'p99 ms', get: (r) => fmt(r.p99, 2) },
   { title: 'server CPU µs/req', get: (r) => fmt(r.cpuUsPerReq, 1) },
   { title: 'redis CPU µs/req', get: (r) => fmt(r.redisUsPerReq, 1) },
+  { title: 'h2load CPU µs/req', get: (r) => fmt(r.clientUsPerReq, 1) },
   { title: 'failed', get: (r) => r.failed },
 ]);
 const by = Object.fromEntries(results.map((r) => [r.name, r]));
-const ratio = (a, b) => (by[a] && by[b] ? fmt(by[a].rps / by[b].rps, 2) + '×' : '-');
+// The ratio of the medians, and with several rounds each round's own ratio (same minute of the machine).
+const ratio = (a, b) => {
+  if (!by[a] || !by[b]) return '-';
+  const each = by[a].rounds.map((r, i) => fmt(r.rps / by[b].rounds[i].rps, 2));
+  return fmt(by[a].rps / by[b].rps, 2) + '×' + (ROUNDS > 1 ? `  (rounds: ${each.join(', ')})` : '');
+};
 console.log('');
 console.log(`ours/redis vs grpc-js + rlf:        ${ratio('ours/redis', 'grpc-js + rlf')}  (target ≥ 1.5×)`);
 console.log(`ours/redis vs grpc-js no-op:        ${ratio('ours/redis', 'grpc-js no-op')}  (target ≥ 0.70×)`);

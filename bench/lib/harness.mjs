@@ -112,7 +112,7 @@ export function grpcFrame(message) {
 
 /**
  * Runs h2load against a gRPC unary path with a fixed body; returns req/s, latency percentiles
- * (from h2load's per-request log) and the server's CPU time per request.
+ * (from h2load's per-request log), the server's CPU time per request and h2load's own.
  */
 export async function h2loadGrpc({ port, path, body, clients = 10, streams = 10, durationS = 10, warmupS = 2, serverPids = [] }) {
   const dir = tmp('bench-h2load-');
@@ -125,9 +125,12 @@ export async function h2loadGrpc({ port, path, body, clients = 10, streams = 10,
   // Warm-up (JIT, connection pools), then the measured run.
   spawnSync('h2load', [...args, '-D', String(warmupS), url], { encoding: 'utf8' });
   const cpu0 = serverPids.reduce((s, p) => s + cpuMs(p), 0);
-  const res = spawnSync('h2load', [...args, '-D', String(durationS), '--log-file', logFile, url], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  // bash's `times` prints the CPU time h2load used (children user and system) after its report.
+  const res = spawnSync('bash', ['-c', 'h2load "$@"; times', 'h2load', ...args, '-D', String(durationS), '--log-file', logFile, url], { encoding: 'utf8', maxBuffer: 1 << 26 });
   const cpu1 = serverPids.reduce((s, p) => s + cpuMs(p), 0);
   const out = res.stdout;
+  const times = /(\d+)m([\d.]+)s (\d+)m([\d.]+)s\s*$/.exec(out.trimEnd());
+  const clientMs = times ? (Number(times[1]) * 60 + Number(times[2]) + Number(times[3]) * 60 + Number(times[4])) * 1000 : NaN;
   const m = /finished in ([\d.]+)s, ([\d.]+) req\/s/.exec(out);
   const done = /requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored/.exec(out);
   const lat = readFileSync(logFile, 'utf8').trim().split('\n').map((l) => Number(l.split('\t')[2]) / 1000).sort((a, b) => a - b);
@@ -139,6 +142,7 @@ export async function h2loadGrpc({ port, path, body, clients = 10, streams = 10,
     p50: percentile(lat, 50),
     p99: percentile(lat, 99),
     cpuUsPerReq: ((cpu1 - cpu0) * 1000) / Math.max(1, requests),
+    clientUsPerReq: (clientMs * 1000) / Math.max(1, requests),
     raw: out,
   };
 }

@@ -44,11 +44,42 @@ export class HpackDecoder {
     return this.size;
   }
 
+  // The last block, when decoding it left the dynamic table as it was (only indexed fields and
+  // literals without indexing): the same bytes next time decode to the same fields. Clients
+  // sending a stream of alike requests (h2load, Envoy's rate limit filter) repeat their block
+  // byte for byte once their table is warm, and skipping the Huffman and string work is a
+  // measurable part of a request's cost.
+  private repeatBlock: Buffer | undefined = undefined;
+  private repeatFields: string[] = [];
+  private repeatFlags = FIELDS_OK;
+  private repeatLimit = 0;
+  /** Bumped by every change of the dynamic table (insertion, size update). */
+  private tableChanges = 0;
+
   /**
    * Decodes `block` and appends name, value pairs to `out` (flat: [n0, v0, n1, v1, ...]).
    * Returns FIELDS_* flags; throws HpackError on invalid input.
    */
   decode(block: Buffer, out: string[], maxListSize: number): number {
+    const last = this.repeatBlock;
+    if (last !== undefined && maxListSize === this.repeatLimit && block.equals(last)) {
+      for (const f of this.repeatFields) out.push(f);
+      return this.repeatFlags;
+    }
+    this.repeatBlock = undefined;
+    const changesBefore = this.tableChanges;
+    const start = out.length;
+    const flags = this.decodeFields(block, out, maxListSize);
+    if (this.tableChanges === changesBefore) {
+      this.repeatBlock = Buffer.from(block);
+      this.repeatFields = out.slice(start);
+      this.repeatFlags = flags;
+      this.repeatLimit = maxListSize;
+    }
+    return flags;
+  }
+
+  private decodeFields(block: Buffer, out: string[], maxListSize: number): number {
     let flags = FIELDS_OK;
     let listSize = 0;
     let pos = 0;
@@ -87,6 +118,7 @@ export class HpackDecoder {
         pos = this.readInt(block, pos, 5);
         if (this.int > this.maxAllowed) throw new HpackError(`dynamic table size update to ${this.int} above the limit ${this.maxAllowed}`);
         this.capacity = this.int;
+        this.tableChanges++;
         this.evict(0);
         continue;
       }
@@ -153,6 +185,7 @@ export class HpackDecoder {
   }
 
   private insert(name: string, value: string): void {
+    this.tableChanges++;
     const entry = name.length + value.length + 32;
     if (entry > this.capacity) {
       // An entry larger than the table empties it and is not added (RFC 7541 §4.4).

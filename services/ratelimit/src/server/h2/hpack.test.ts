@@ -70,6 +70,28 @@ for (const [name, blocks] of [
   });
 }
 
+test('a repeated block decodes the same until the dynamic table changes; inserting blocks are decoded every time', () => {
+  const d = new HpackDecoder();
+  decode(d, hex('8286 8441 0f77 7777 2e65 7861 6d70 6c65 2e63 6f6d'));
+  const path = hex('8286 04 0c 2f73 616d 706c 652f 7061 7468 be');
+  const first = decode(d, path);
+  assert.deepEqual(first, [[':method', 'GET'], [':scheme', 'http'], [':path', '/sample/path'], [':authority', 'www.example.com']]);
+  assert.deepEqual(decode(d, Buffer.from(path)), first, 'same bytes, same fields');
+  // A new entry shifts index 62: the same bytes now name it.
+  decode(d, hex('5808 6e6f 2d63 6163 6865'));
+  assert.deepEqual(decode(d, path).at(-1), ['cache-control', 'no-cache']);
+  // A block with a literal to index inserts on every decode, repeated or not.
+  const inserting = hex('400a 6375 7374 6f6d 2d6b 6579 0c63 7573 746f 6d2d 7661 6c75 65');
+  decode(d, inserting);
+  decode(d, inserting);
+  assert.deepEqual(d.dynamicEntries().slice(0, 2), [['custom-key', 'custom-value'], ['custom-key', 'custom-value']]);
+  // The remembered block is a copy: the caller's buffer may be reused for other bytes.
+  const reused = Buffer.from(path);
+  assert.equal(decode(d, reused).length, 4);
+  reused.fill(0x82);
+  assert.deepEqual(decode(d, Buffer.alloc(path.length, 0x82)), Array.from({ length: path.length }, () => [':method', 'GET']));
+});
+
 const DATE21 = 'Mon, 21 Oct 2013 20:13:21 GMT';
 const DATE22 = 'Mon, 21 Oct 2013 20:13:22 GMT';
 const LOC = 'https://www.example.com';
