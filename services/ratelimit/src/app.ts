@@ -20,6 +20,7 @@ import { FileRuleProvider } from './provider/file-provider.js';
 import { createDebugServer, type DebugServer } from './server/debug-server.js';
 import { createGrpcServer, type GrpcServer } from './server/grpc-server.js';
 import { createHttpServer, type HttpServer } from './server/http-server.js';
+import { LocalAnswerMemo } from './server/local-answer-memo.js';
 import { readFileSync } from 'node:fs';
 import { RateLimitError } from './errors.js';
 import type { Scheduler } from './provider/xds-backoff.js';
@@ -167,6 +168,9 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
     maxConnectionAgeGraceMs: settings.grpcMaxConnectionAgeGraceMs,
     transport: settings.grpcTransport,
     random,
+    // Repeats of requests answered from the local over-limit cache skip decoding and encoding
+    // (not with tracing: every call must get its span).
+    answerMemo: service.localCache !== undefined && tracing === undefined ? new LocalAnswerMemo(service) : undefined,
   });
   const certReloader =
     grpcTls === undefined

@@ -10,6 +10,7 @@ import { Code, MAX_UINT32, type DescriptorStatus, type RateLimitRequest, type Ra
 import { RateLimitError, StoreError } from './errors.js';
 import { buildDynamicMetadata } from './limiter/dynamic-metadata.js';
 import { FixedWindowLimiter } from './limiter/fixed-window-limiter.js';
+import { countLocalCacheAnswer } from './limiter/descriptor-status.js';
 import { hitsAddendFor } from './limiter/hits-addend.js';
 import { LocalOverLimitCache } from './limiter/local-cache.js';
 import type { LimiterOptions } from './limiter/options.js';
@@ -26,6 +27,27 @@ export interface RateLimitServiceDeps {
 }
 
 export type RulesChangedListener = (rules: RuleSet) => void;
+
+/**
+ * A decision made entirely from the local over-limit cache: every descriptor matched a rule and
+ * its key was remembered as over limit, so no store was asked. Within the same second, with the
+ * same rules and the keys still remembered, the same request gets the same answer; a transport
+ * may then resend the encoded response after `replayLocalAnswer` has counted the stats.
+ */
+export interface LocalAnswer {
+  readonly rules: RuleSet;
+  readonly nowSeconds: number;
+  readonly keys: readonly string[];
+  readonly matches: readonly LimitMatch[];
+  readonly addends: readonly number[];
+  /** The global SHADOW_MODE turned an OVER_LIMIT into OK (counted once per answer). */
+  readonly globalShadow: boolean;
+}
+
+/** What shouldRateLimit answers, with the LocalAnswer when the decision qualifies (internal). */
+export interface ServiceResponse extends RateLimitResponse {
+  localAnswer?: LocalAnswer | undefined;
+}
 
 /** `{OK, remaining MAX_UINT32}` of an unlimited rule (shared, frozen). */
 const UNLIMITED_STATUS: DescriptorStatus = Object.freeze({ code: Code.OK, limitRemaining: MAX_UINT32 });
@@ -90,7 +112,34 @@ export class RateLimitService {
     };
   }
 
-  async shouldRateLimit(req: RateLimitRequest): Promise<RateLimitResponse> {
+  /** The service clock in whole seconds (the window arithmetic's `now`). */
+  nowSeconds(): number {
+    return Math.floor(this.clock.now() / 1000);
+  }
+
+  /**
+   * Counts what deciding `a`'s request again now would count (total_hits, over_limit,
+   * over_limit_with_local_cache, shadow_mode, the local cache's hits, global_shadow_mode), when
+   * that decision is certain to be the same: same second, same rules, every key still remembered.
+   * Returns false, having counted nothing, otherwise.
+   */
+  replayLocalAnswer(a: LocalAnswer, nowSeconds: number): boolean {
+    const cache = this.localCache;
+    if (cache === undefined || a.rules !== this.rules || a.nowSeconds !== nowSeconds) return false;
+    const keys = a.keys;
+    for (let i = 0; i < keys.length; i++) if (!cache.isFresh(keys[i]!)) return false;
+    cache.countHits(keys.length);
+    for (let i = 0; i < keys.length; i++) {
+      const m = a.matches[i]!;
+      const addend = a.addends[i]!;
+      m.stats.totalHits.add(addend);
+      countLocalCacheAnswer(m.limit, m.stats, addend);
+    }
+    if (a.globalShadow) this.counters.globalShadowMode.inc();
+    return true;
+  }
+
+  async shouldRateLimit(req: RateLimitRequest): Promise<ServiceResponse> {
     const rules = this.rules;
     if (req.domain === '') throw this.serviceError('invalid_request', 'rate limit domain must not be empty');
     if (req.descriptors.length === 0) throw this.serviceError('invalid_request', 'rate limit descriptor list must not be empty');
@@ -145,17 +194,22 @@ export class RateLimitService {
 
     const opts = this.options;
     let code = overallCode(statuses, matches, unlimited, opts.quotaMode);
-    const response: RateLimitResponse = { overallCode: code, statuses, responseHeadersToAdd: [] };
+    const response: ServiceResponse = { overallCode: code, statuses, responseHeadersToAdd: [] };
     if (opts.responseHeaders.enabled) {
       const chosen = headerStatusIndex(statuses, (i) => isQuotaDescriptor(matches[i], opts.quotaMode));
       if (chosen >= 0) response.responseHeadersToAdd = rateLimitHeaders(opts.responseHeaders, statuses[chosen]!);
     }
+    let globalShadow = false;
     if (opts.shadowMode && code === Code.OVER_LIMIT) {
       code = Code.OK;
       response.overallCode = code;
       this.counters.globalShadowMode.inc();
+      globalShadow = true;
     }
     if (opts.responseDynamicMetadata) response.dynamicMetadata = buildDynamicMetadata(req, statuses, matches);
+    if (plan.storeIndexes.length === 0 && plan.local.every(Boolean)) {
+      response.localAnswer = { rules, nowSeconds, keys: plan.keys as string[], matches: matches as LimitMatch[], addends, globalShadow };
+    }
     return response;
   }
 

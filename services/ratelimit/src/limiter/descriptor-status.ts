@@ -9,11 +9,16 @@ export function nearLimitThreshold(requestsPerUnit: number, ratio: number): numb
   return Math.floor(Math.fround(Math.fround(requestsPerUnit) * Math.fround(ratio)));
 }
 
-/** Status for a descriptor answered from the local over-limit cache. */
-export function localCacheStatus(limit: Limit, stats: RuleStats, addend: number, durationUntilReset: number): DescriptorStatus {
+/** The stats of a descriptor answered from the local over-limit cache. */
+export function countLocalCacheAnswer(limit: Limit, stats: RuleStats, addend: number): void {
   stats.overLimit.add(addend);
   stats.overLimitWithLocalCache.add(addend);
   if (limit.shadowMode) stats.shadowMode.add(addend);
+}
+
+/** Status for a descriptor answered from the local over-limit cache. */
+export function localCacheStatus(limit: Limit, stats: RuleStats, addend: number, durationUntilReset: number): DescriptorStatus {
+  countLocalCacheAnswer(limit, stats, addend);
   return {
     code: limit.shadowMode ? Code.OK : Code.OVER_LIMIT,
     currentLimit: limit.currentLimit,

@@ -55,6 +55,17 @@ export class LocalOverLimitCache {
     return false;
   }
 
+  /** True when `key` is remembered and not expired; counts nothing and removes nothing. */
+  isFresh(key: string): boolean {
+    const e = this.entries.get(key);
+    return e !== undefined && e.expiresAtMs > this.clock.now();
+  }
+
+  /** Counts `n` hits of keys checked with `isFresh` (what `has` would have counted). */
+  countHits(n: number): void {
+    this.hits += n;
+  }
+
   /** Remembers `key` for `ttlSeconds` (one window of its unit). */
   add(key: string, ttlSeconds: number): void {
     const bytes = ENTRY_OVERHEAD_BYTES + Buffer.byteLength(key);

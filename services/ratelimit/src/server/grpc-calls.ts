@@ -22,6 +22,7 @@ import type { RateLimitRequest, RateLimitResponse } from '../domain.js';
 import { isGrpcContentType, parseGrpcTimeout } from './grpc-protocol.js';
 import { GrpcStatus, statusForServiceError } from './grpc-status.js';
 import { RATELIMIT_HEALTH_SERVICE, servingStatusOf, type HealthSource } from './health-source.js';
+import type { AnswerMemo } from './local-answer-memo.js';
 import type { TransportLogger } from './transport-logger.js';
 
 /** What a handler gets besides the request: aborted when the client cancels or the deadline passes. */
@@ -104,6 +105,8 @@ export interface GrpcDispatcherOptions {
   logger: TransportLogger;
   maxReceiveBytes?: number | undefined;
   healthServiceName?: string | undefined;
+  /** Encoded answers to repeat without decoding (the local over-limit cache's; see local-answer-memo.ts). */
+  answerMemo?: AnswerMemo | undefined;
 }
 
 /** Writes the gRPC length prefix (uncompressed) into the 5 bytes of headroom. */
@@ -128,8 +131,10 @@ export class GrpcDispatcher {
   private readonly health: HealthSource;
   private readonly onCall: ((method: string, ms: number) => void) | undefined;
   private readonly healthService: string;
+  private readonly memo: AnswerMemo | undefined;
 
   constructor(opts: GrpcDispatcherOptions) {
+    this.memo = opts.answerMemo;
     this.shouldRateLimit = opts.shouldRateLimit;
     this.health = opts.health;
     this.onCall = opts.onCall;
@@ -272,6 +277,12 @@ export class GrpcDispatcher {
   private dispatch(call: GrpcCall, payload: Buffer): void {
     switch (call.kind) {
       case KIND_RLS: {
+        const remembered = this.memo?.lookup(payload);
+        if (remembered !== undefined) {
+          this.respond(call, remembered);
+          this.onCall?.('ShouldRateLimit', performance.now() - call.start);
+          return;
+        }
         let req: RateLimitRequest;
         try {
           req = decodeRateLimitRequest(payload);
@@ -279,7 +290,7 @@ export class GrpcDispatcher {
           this.failDecode(call, err);
           return;
         }
-        void this.runShouldRateLimit(call, req);
+        void this.runShouldRateLimit(call, req, payload);
         return;
       }
       case KIND_CHECK: {
@@ -308,7 +319,7 @@ export class GrpcDispatcher {
   }
 
   /** Never rejects: every outcome becomes a response on the stream. */
-  private async runShouldRateLimit(call: GrpcCall, req: RateLimitRequest): Promise<void> {
+  private async runShouldRateLimit(call: GrpcCall, req: RateLimitRequest, payload: Buffer): Promise<void> {
     let res: RateLimitResponse;
     try {
       res = await this.shouldRateLimit(req, call);
@@ -328,6 +339,7 @@ export class GrpcDispatcher {
       return;
     }
     this.respond(call, body);
+    this.memo?.offer(payload, res, body);
     this.onCall?.('ShouldRateLimit', performance.now() - call.start);
   }
 

@@ -14,6 +14,7 @@ import type { PeerCertificate } from 'node:tls';
 import { createNodeGrpcServer } from './grpc-node-transport.js';
 import { createLeanGrpcServer } from './h2/lean-grpc-server.js';
 import type { HealthSource } from './health-source.js';
+import type { AnswerMemo } from './local-answer-memo.js';
 import type { TransportLogger } from './transport-logger.js';
 
 export type { CallContext, ShouldRateLimitFn } from './grpc-calls.js';
@@ -69,6 +70,8 @@ export interface GrpcServerOptions {
   maxConnectionAgeGraceMs?: number | undefined;
   /** Randomness of the age jitter (Math.random when absent). */
   random?: GrpcRandom | undefined;
+  /** Encoded answers repeated without decoding (the local over-limit cache's). */
+  answerMemo?: AnswerMemo | undefined;
 }
 
 export interface GrpcServer {
