@@ -104,7 +104,7 @@ const median = (xs) => {
   const v = xs.filter(Number.isFinite).sort((a, b) => a - b);
   return v.length === 0 ? NaN : v.length % 2 === 1 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
 };
-const FIELDS = ['rps', 'p50', 'p99', 'cpuUsPerReq', 'clientUsPerReq', 'redisUsPerReq', 'failed'];
+const FIELDS = ['rps', 'p50', 'p99', 'cpuUsPerReq', 'clientUsPerReq', 'redisUsPerReq', 'stealPct', 'failed'];
 const results = servers.map((srv) => {
   const rs = runs.get(srv.name);
   return { name: srv.name, rounds: rs, ...Object.fromEntries(FIELDS.map((f) => [f, f === 'failed' ? rs.reduce((a, r) => a + r.failed, 0) : median(rs.map((r) => r[f]))])) };
@@ -122,7 +122,9 @@ table(results, [
   { title: 'server CPU µs/req', get: (r) => fmt(r.cpuUsPerReq, 1) },
   { title: 'redis CPU µs/req', get: (r) => fmt(r.redisUsPerReq, 1) },
   { title: 'h2load CPU µs/req', get: (r) => fmt(r.clientUsPerReq, 1) },
+  { title: 'steal %', get: (r) => fmt(r.stealPct, 0) },
   { title: 'failed', get: (r) => r.failed },
+  ...(ROUNDS > 1 ? [{ title: 'req/s per round', get: (r) => r.rounds.map((x) => fmt(x.rps)).join(' ') }] : []),
 ]);
 const by = Object.fromEntries(results.map((r) => [r.name, r]));
 // The ratio of the medians, and with several rounds each round's own ratio (same minute of the machine).

@@ -95,6 +95,12 @@ function clockTicks() {
   return hz;
 }
 
+/** CPU time the hypervisor gave to others (steal) and the total, in ticks, from /proc/stat. */
+export function stealTicks() {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/).slice(1).map(Number);
+  return { steal: f[7] ?? 0, total: f.reduce((a, b) => a + b, 0) };
+}
+
 export function percentile(sorted, p) {
   if (sorted.length === 0) return NaN;
   const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
@@ -125,9 +131,11 @@ export async function h2loadGrpc({ port, path, body, clients = 10, streams = 10,
   // Warm-up (JIT, connection pools), then the measured run.
   spawnSync('h2load', [...args, '-D', String(warmupS), url], { encoding: 'utf8' });
   const cpu0 = serverPids.reduce((s, p) => s + cpuMs(p), 0);
+  const st0 = stealTicks();
   // bash's `times` prints the CPU time h2load used (children user and system) after its report.
   const res = spawnSync('bash', ['-c', 'h2load "$@"; times', 'h2load', ...args, '-D', String(durationS), '--log-file', logFile, url], { encoding: 'utf8', maxBuffer: 1 << 26 });
   const cpu1 = serverPids.reduce((s, p) => s + cpuMs(p), 0);
+  const st1 = stealTicks();
   const out = res.stdout;
   const times = /(\d+)m([\d.]+)s (\d+)m([\d.]+)s\s*$/.exec(out.trimEnd());
   const clientMs = times ? (Number(times[1]) * 60 + Number(times[2]) + Number(times[3]) * 60 + Number(times[4])) * 1000 : NaN;
@@ -143,6 +151,8 @@ export async function h2loadGrpc({ port, path, body, clients = 10, streams = 10,
     p99: percentile(lat, 99),
     cpuUsPerReq: ((cpu1 - cpu0) * 1000) / Math.max(1, requests),
     clientUsPerReq: (clientMs * 1000) / Math.max(1, requests),
+    /** Share of the machine's CPU time the hypervisor took (steal) during the run, in %. */
+    stealPct: (100 * (st1.steal - st0.steal)) / Math.max(1, st1.total - st0.total),
     raw: out,
   };
 }

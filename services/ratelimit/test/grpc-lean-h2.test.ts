@@ -24,6 +24,8 @@ interface Frame {
   flags: number;
   id: number;
   payload: Buffer;
+  /** HEADERS: the decoded fields. */
+  fields?: [string, string][];
 }
 
 /** Request fields as literals without indexing (lengths < 127). */
@@ -82,7 +84,16 @@ class RawClient {
     while (this.buf.length >= 9) {
       const len = this.buf.readUIntBE(0, 3);
       if (this.buf.length < 9 + len) break;
-      this.frames.push({ type: this.buf[3]!, flags: this.buf[4]!, id: this.buf.readUInt32BE(5) & 0x7fffffff, payload: this.buf.subarray(9, 9 + len) });
+      const frame: Frame = { type: this.buf[3]!, flags: this.buf[4]!, id: this.buf.readUInt32BE(5) & 0x7fffffff, payload: this.buf.subarray(9, 9 + len) };
+      // Header blocks are decoded as they arrive, in connection order, as a client's HPACK
+      // decoder must (the server's blocks refer to its earlier insertions by index).
+      if (frame.type === F.HEADERS) {
+        const out: string[] = [];
+        this.decoder.decode(frame.payload, out, 1 << 20);
+        frame.fields = [];
+        for (let i = 0; i < out.length; i += 2) frame.fields.push([out[i]!, out[i + 1]!]);
+      }
+      this.frames.push(frame);
       this.buf = this.buf.subarray(9 + len);
     }
   }
@@ -127,13 +138,7 @@ class RawClient {
   headerBlocks(id: number): [string, string][][] {
     return this.frames
       .filter((f) => f.type === F.HEADERS && f.id === id)
-      .map((f) => {
-        const out: string[] = [];
-        this.decoder.decode(f.payload, out, 1 << 20);
-        const pairs: [string, string][] = [];
-        for (let i = 0; i < out.length; i += 2) pairs.push([out[i]!, out[i + 1]!]);
-        return pairs;
-      });
+      .map((f) => f.fields!);
   }
 
   dataOf(id: number): Buffer {
@@ -238,6 +243,43 @@ describe('lean HTTP/2 transport: frames', () => {
       const first = c.frames.find((f) => f.type === F.HEADERS && f.id === 1)!;
       assert.equal(first.payload[0], 0x20);
       assert.equal(c.headerBlocks(1)[0]?.[0]?.[1], '200');
+    } finally {
+      c.close();
+    }
+  });
+
+  test('the fixed response fields enter the client\'s HPACK table once and go by index afterwards', async () => {
+    // An explicit SETTINGS_HEADER_TABLE_SIZE of the default changes nothing.
+    const c = await RawClient.connect(port, { settings: [[F.SETTINGS_HEADER_TABLE_SIZE, 4096]] });
+    const OK_FIELDS = [[':status', '200'], ['content-type', 'application/grpc'], ['grpc-accept-encoding', 'identity,gzip']];
+    try {
+      for (const id of [1, 3, 5]) {
+        c.send(F.HEADERS, F.FLAG_END_HEADERS, id, fieldBlock(requestFields()));
+        c.send(F.DATA, F.FLAG_END_STREAM, id, grpcBody('indexed'));
+        await c.waitFrame(endOf(id), `response ${id}`);
+        assert.deepEqual(c.headerBlocks(id), [OK_FIELDS, [['grpc-status', '0']]]);
+      }
+      const blocks = (id: number): string[] => c.frames.filter((f) => f.type === F.HEADERS && f.id === id).map((f) => f.payload.toString('hex'));
+      // First: literals with incremental indexing (01xxxxxx), no size update.
+      const [h1, t1] = blocks(1);
+      assert.equal(h1!.slice(0, 4), '885f');
+      assert.equal(t1!.slice(0, 2), '40');
+      // Then: indexed fields only (content-type 64, grpc-accept-encoding 63; grpc-status 62).
+      for (const id of [3, 5]) assert.deepEqual(blocks(id), ['88c0bf', 'be']);
+      assert.deepEqual(c.decoder.dynamicEntries(), [['grpc-status', '0'], ['grpc-accept-encoding', 'identity,gzip'], ['content-type', 'application/grpc']]);
+
+      // The client shrinks its table: our next block empties it (size update to 0), literals from then on.
+      c.send(F.SETTINGS, 0, 0, F.settingsPayload([[F.SETTINGS_HEADER_TABLE_SIZE, 100]]));
+      await c.roundTrip();
+      for (const id of [7, 9]) {
+        c.send(F.HEADERS, F.FLAG_END_HEADERS, id, fieldBlock(requestFields()));
+        c.send(F.DATA, F.FLAG_END_STREAM, id, grpcBody('shrunk'));
+        await c.waitFrame(endOf(id), `response ${id}`);
+        assert.deepEqual(c.headerBlocks(id), [OK_FIELDS, [['grpc-status', '0']]]);
+      }
+      assert.equal(blocks(7)[0]!.slice(0, 2), '20');
+      assert.equal(blocks(9)[0]!.slice(0, 2), '88');
+      assert.deepEqual(c.decoder.dynamicEntries(), []);
     } finally {
       c.close();
     }

@@ -49,6 +49,7 @@ import {
   writeFrameHeader,
 } from './frames.js';
 import { FIELDS_MALFORMED, FIELDS_TOO_LARGE, HpackDecoder, HpackError } from './hpack-decoder.js';
+import { ResponseBlockEncoder } from './hpack-encoder.js';
 
 /** Protocol state of one stream; the handler's stream objects carry these fields. */
 export interface H2Stream {
@@ -132,8 +133,8 @@ export class H2Connection<S extends H2Stream> {
   private peerInitialWindow = DEFAULT_WINDOW;
   private peerMaxFrame = DEFAULT_MAX_FRAME;
   private readonly blocked: S[] = [];
-  /** The peer changed SETTINGS_HEADER_TABLE_SIZE: our next block starts with a size update (to 0). */
-  private tableSizeUpdate = false;
+  /** Our side of the peer's HPACK table (the fixed response fields, by index after first use). */
+  private readonly encoder = new ResponseBlockEncoder();
   // Flow control: the receiving side.
   private recvWindow = CONNECTION_WINDOW;
   private recvUnacked = 0;
@@ -482,7 +483,7 @@ export class H2Connection<S extends H2Stream> {
       const value = payload.readUInt32BE(i + 2);
       switch (key) {
         case SETTINGS_HEADER_TABLE_SIZE:
-          this.tableSizeUpdate = true;
+          this.encoder.peerTableSize(value);
           break;
         case SETTINGS_ENABLE_PUSH:
           if (value > 1) {
@@ -624,8 +625,8 @@ export class H2Connection<S extends H2Stream> {
   /** HEADERS (+ CONTINUATION when the block exceeds the peer's frame size) of a pre-encoded block. */
   writeHeaders(stream: S, block: Buffer, endStream: boolean): void {
     if (stream.closed || stream.localClosed) return;
-    const prefix = this.tableSizeUpdate ? 1 : 0;
-    this.tableSizeUpdate = false;
+    const prefix = this.encoder.takeSizeUpdate() ? 1 : 0;
+    block = this.encoder.block(block);
     const total = block.length + prefix;
     const endFlag = endStream ? FLAG_END_STREAM : 0;
     if (total <= this.peerMaxFrame) {

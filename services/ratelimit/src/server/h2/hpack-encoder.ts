@@ -1,7 +1,9 @@
-// HPACK encoding of our responses (RFC 7541). Only the static table is used: the fixed blocks
-// (`:status 200` + content-type + grpc-accept-encoding, and the `grpc-status: 0` trailers) are
-// encoded once at load time, dynamic values (error statuses and messages) as literals without
-// indexing. Our dynamic table therefore stays empty, whatever size the peer allows.
+// HPACK encoding of our responses (RFC 7541). The fixed blocks (`:status 200` + content-type +
+// grpc-accept-encoding, and the `grpc-status: 0` trailers) are encoded once at load time;
+// dynamic values (error statuses and messages) are literals without indexing. Per connection,
+// `ResponseBlockEncoder` puts the three fixed fields into the peer's dynamic table the first time
+// they are sent and refers to them by index afterwards (1-byte fields instead of ~70 bytes of
+// literals the client must decode, copy and validate on every response).
 
 /** Appends an HPACK integer with an N-bit prefix (the first byte's high bits in `head`). */
 function pushInt(out: number[], head: number, prefixBits: number, value: number): void {
@@ -81,4 +83,97 @@ export function encodeInteger(head: number, prefixBits: number, value: number): 
   const out: number[] = [];
   pushInt(out, head, prefixBits, value);
   return Buffer.from(out);
+}
+
+/** Literal with incremental indexing (RFC 7541 §6.2.1): the field enters the dynamic table. */
+function pushIndexing(out: number[], nameIndex: number, name: string, value: string): void {
+  pushInt(out, 0x40, 6, nameIndex);
+  if (nameIndex === 0) pushString(out, name);
+  pushString(out, value);
+}
+
+const STATIC_LAST = 61;
+/**
+ * The dynamic table size both sides start with (SETTINGS_HEADER_TABLE_SIZE's default). The three
+ * fixed entries take 169 octets of it (name + value + 32 each, RFC 7541 §4.1): never evicted.
+ */
+const DEFAULT_TABLE_SIZE = 4096;
+
+// The OK header block the first time: content-type and grpc-accept-encoding enter the table
+// (then grpc-accept-encoding is index 62, content-type 63).
+const HEADERS_INSERTING = Buffer.from((() => {
+  const out: number[] = [STATUS_200];
+  pushIndexing(out, CONTENT_TYPE_INDEX, '', 'application/grpc');
+  pushIndexing(out, 0, 'grpc-accept-encoding', 'identity,gzip');
+  return out;
+})());
+const HEADERS_INDEXED_2 = Buffer.from([STATUS_200, 0x80 | (STATIC_LAST + 2), 0x80 | (STATIC_LAST + 1)]);
+// The OK trailers the first time after that: grpc-status 0 enters as 62 (the others move to 63, 64).
+const TRAILERS_INSERTING = Buffer.from((() => {
+  const out: number[] = [];
+  pushIndexing(out, 0, 'grpc-status', '0');
+  return out;
+})());
+const HEADERS_INDEXED_3 = Buffer.from([STATUS_200, 0x80 | (STATIC_LAST + 3), 0x80 | (STATIC_LAST + 2)]);
+const TRAILERS_INDEXED_3 = Buffer.from([0x80 | (STATIC_LAST + 1)]);
+
+const TABLE_EMPTY = 0;
+const TABLE_HEADERS = 1;
+const TABLE_ALL = 2;
+const TABLE_OFF = 3;
+
+/**
+ * The per-connection encoder side of the HPACK dynamic table for our response blocks. `block()`
+ * must be called when a block is written to the connection, in the order blocks go out (the
+ * peer's table follows that order). Other blocks pass through: they never touch the table.
+ */
+export class ResponseBlockEncoder {
+  private state = TABLE_EMPTY;
+  private sizeUpdatePending = false;
+
+  /**
+   * The peer's SETTINGS_HEADER_TABLE_SIZE. Below the default our table must shrink: the next
+   * block starts with a size update to 0 and indexing stops for the connection's life.
+   */
+  peerTableSize(size: number): void {
+    if (size >= DEFAULT_TABLE_SIZE || this.state === TABLE_OFF) return;
+    this.sizeUpdatePending = true;
+    this.state = TABLE_OFF;
+  }
+
+  /** Whether the next block must start with a dynamic table size update to 0 (and clears it). */
+  takeSizeUpdate(): boolean {
+    const pending = this.sizeUpdatePending;
+    this.sizeUpdatePending = false;
+    return pending;
+  }
+
+  /** The bytes to send for `block` now. */
+  block(block: Buffer): Buffer {
+    if (block === OK_HEADERS_BLOCK) {
+      switch (this.state) {
+        case TABLE_EMPTY:
+          this.state = TABLE_HEADERS;
+          return HEADERS_INSERTING;
+        case TABLE_HEADERS:
+          return HEADERS_INDEXED_2;
+        case TABLE_ALL:
+          return HEADERS_INDEXED_3;
+        default:
+          return block;
+      }
+    }
+    if (block === OK_TRAILERS_BLOCK) {
+      switch (this.state) {
+        case TABLE_HEADERS:
+          this.state = TABLE_ALL;
+          return TRAILERS_INSERTING;
+        case TABLE_ALL:
+          return TRAILERS_INDEXED_3;
+        default:
+          return block;
+      }
+    }
+    return block;
+  }
 }

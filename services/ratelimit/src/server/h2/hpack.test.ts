@@ -1,10 +1,11 @@
 // HPACK against the examples of RFC 7541 Appendix C (integers C.1; requests without and with
 // Huffman coding C.3/C.4; responses with a 256-octet table and eviction C.5/C.6; the single
-// representations of C.2), the Huffman code itself, and the error cases a hostile peer can send.
+// representations of C.2), the Huffman code itself, the error cases a hostile peer can send, and
+// our response blocks with the per-connection encoder's indexing.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { HpackDecoder, HpackError, FIELDS_MALFORMED, FIELDS_OK, FIELDS_TOO_LARGE } from './hpack-decoder.js';
-import { encodeInteger, OK_HEADERS_BLOCK, OK_TRAILERS_BLOCK, statusTrailersBlock, trailersOnlyBlock } from './hpack-encoder.js';
+import { encodeInteger, OK_HEADERS_BLOCK, OK_TRAILERS_BLOCK, ResponseBlockEncoder, statusTrailersBlock, trailersOnlyBlock } from './hpack-encoder.js';
 import { huffmanCodes, huffmanDecode, EOS } from './huffman.js';
 
 const hex = (s: string): Buffer => Buffer.from(s.replace(/\s+/g, ''), 'hex');
@@ -229,5 +230,37 @@ describe('HPACK encoder blocks', () => {
       ['grpc-message', 'no'],
     ]);
     assert.deepEqual(d.dynamicEntries(), []);
+  });
+
+  test('a connection\'s encoder: fixed fields indexed after first use, other blocks untouched, off after a shrink', () => {
+    const d = new HpackDecoder();
+    const e = new ResponseBlockEncoder();
+    const OK = [[':status', '200'], ['content-type', 'application/grpc'], ['grpc-accept-encoding', 'identity,gzip']];
+    const STATUS_OK = [['grpc-status', '0']];
+    // Trailers before any headers (cannot happen on a stream, but harmless): a plain literal.
+    assert.deepEqual(decode(d, e.block(OK_TRAILERS_BLOCK)), STATUS_OK);
+    assert.deepEqual(d.dynamicEntries(), []);
+    const sent: Buffer[] = [];
+    const error = statusTrailersBlock(14, 'unavailable');
+    for (const b of [OK_HEADERS_BLOCK, OK_HEADERS_BLOCK, OK_TRAILERS_BLOCK, error, OK_HEADERS_BLOCK, OK_TRAILERS_BLOCK]) sent.push(e.block(b));
+    assert.deepEqual(
+      sent.map((b) => decode(d, b)),
+      [OK, OK, STATUS_OK, [['grpc-status', '14'], ['grpc-message', 'unavailable']], OK, STATUS_OK],
+    );
+    assert.equal(sent[2]!.length > 1, true, 'grpc-status inserted once');
+    assert.deepEqual([sent[4]!.length, sent[5]!.length], [3, 1]);
+    assert.equal(sent[3], error);
+    // The default size again: nothing to do. A smaller one: one size update to 0, then literals.
+    e.peerTableSize(4096);
+    assert.equal(e.takeSizeUpdate(), false);
+    e.peerTableSize(1000);
+    assert.equal(e.takeSizeUpdate(), true);
+    assert.equal(e.takeSizeUpdate(), false);
+    decode(d, hex('20'));
+    assert.deepEqual(d.dynamicEntries(), []);
+    assert.equal(e.block(OK_HEADERS_BLOCK), OK_HEADERS_BLOCK);
+    assert.equal(e.block(OK_TRAILERS_BLOCK), OK_TRAILERS_BLOCK);
+    e.peerTableSize(8192);
+    assert.equal(e.block(OK_HEADERS_BLOCK), OK_HEADERS_BLOCK, 'indexing stays off for the connection');
   });
 });
