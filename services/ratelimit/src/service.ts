@@ -112,22 +112,22 @@ export class RateLimitService {
     };
   }
 
-  /** The service clock in whole seconds (the window arithmetic's `now`). */
-  nowSeconds(): number {
-    return Math.floor(this.clock.now() / 1000);
+  /** The service clock (milliseconds since the epoch). */
+  nowMs(): number {
+    return this.clock.now();
   }
 
   /**
    * Counts what deciding `a`'s request again now would count (total_hits, over_limit,
    * over_limit_with_local_cache, shadow_mode, the local cache's hits, global_shadow_mode), when
    * that decision is certain to be the same: same second, same rules, every key still remembered.
-   * Returns false, having counted nothing, otherwise.
+   * Returns false, having counted nothing, otherwise. `nowMs` is the service clock's reading.
    */
-  replayLocalAnswer(a: LocalAnswer, nowSeconds: number): boolean {
+  replayLocalAnswer(a: LocalAnswer, nowMs: number): boolean {
     const cache = this.localCache;
-    if (cache === undefined || a.rules !== this.rules || a.nowSeconds !== nowSeconds) return false;
+    if (cache === undefined || a.rules !== this.rules || a.nowSeconds !== Math.floor(nowMs / 1000)) return false;
     const keys = a.keys;
-    for (let i = 0; i < keys.length; i++) if (!cache.isFresh(keys[i]!)) return false;
+    for (let i = 0; i < keys.length; i++) if (!cache.isFresh(keys[i]!, nowMs)) return false;
     cache.countHits(keys.length);
     for (let i = 0; i < keys.length; i++) {
       const m = a.matches[i]!;

@@ -55,10 +55,10 @@ export class LocalOverLimitCache {
     return false;
   }
 
-  /** True when `key` is remembered and not expired; counts nothing and removes nothing. */
-  isFresh(key: string): boolean {
+  /** True when `key` is remembered and not expired at `nowMs`; counts nothing and removes nothing. */
+  isFresh(key: string, nowMs: number): boolean {
     const e = this.entries.get(key);
-    return e !== undefined && e.expiresAtMs > this.clock.now();
+    return e !== undefined && e.expiresAtMs > nowMs;
   }
 
   /** Counts `n` hits of keys checked with `isFresh` (what `has` would have counted). */

@@ -9,6 +9,7 @@
 // Bounded: entries belong to the current second only (duration_until_reset changes every
 // second) and at most `maxEntries` are kept per second.
 import type { RateLimitResponse } from '../domain.js';
+import { equalBytes } from './h2/bytes.js';
 import type { LocalAnswer, ServiceResponse } from '../service.js';
 
 /** What the gRPC dispatcher asks of a memo of encoded answers. */
@@ -21,8 +22,8 @@ export interface AnswerMemo {
 
 /** The service side: the clock and the check-and-count of a remembered decision. */
 export interface LocalAnswerSource {
-  nowSeconds(): number;
-  replayLocalAnswer(answer: LocalAnswer, nowSeconds: number): boolean;
+  nowMs(): number;
+  replayLocalAnswer(answer: LocalAnswer, nowMs: number): boolean;
 }
 
 interface Entry {
@@ -55,15 +56,15 @@ export class LocalAnswerMemo implements AnswerMemo {
 
   lookup(payload: Buffer): Buffer | undefined {
     if (this.entries.size === 0) return undefined;
-    const now = this.source.nowSeconds();
-    if (now !== this.second) {
+    const nowMs = this.source.nowMs();
+    if (Math.floor(nowMs / 1000) !== this.second) {
       this.entries.clear();
       return undefined;
     }
     const hash = hashBytes(payload);
     const e = this.entries.get(hash);
-    if (e === undefined || !e.payload.equals(payload)) return undefined;
-    if (!this.source.replayLocalAnswer(e.answer, now)) {
+    if (e === undefined || !equalBytes(e.payload, payload)) return undefined;
+    if (!this.source.replayLocalAnswer(e.answer, nowMs)) {
       this.entries.delete(hash);
       return undefined;
     }

@@ -50,6 +50,7 @@ import {
 } from './frames.js';
 import { FIELDS_MALFORMED, FIELDS_TOO_LARGE, HpackDecoder, HpackError } from './hpack-decoder.js';
 import { ResponseBlockEncoder } from './hpack-encoder.js';
+import { copyBytes } from './bytes.js';
 
 /** Protocol state of one stream; the handler's stream objects carry these fields. */
 export interface H2Stream {
@@ -613,7 +614,7 @@ export class H2Connection<S extends H2Stream> {
     const len = payload?.length ?? 0;
     const off = this.reserve(FRAME_HEADER + len);
     writeFrameHeader(this.out, off, len, type, flags, id);
-    if (payload !== undefined) payload.copy(this.out, off + FRAME_HEADER);
+    if (payload !== undefined) copyBytes(payload, 0, payload.length, this.out, off + FRAME_HEADER);
   }
 
   private writeWindowUpdate(id: number, inc: number): void {
@@ -633,7 +634,7 @@ export class H2Connection<S extends H2Stream> {
       const off = this.reserve(FRAME_HEADER + total);
       writeFrameHeader(this.out, off, total, HEADERS, FLAG_END_HEADERS | endFlag, stream.id);
       if (prefix === 1) this.out[off + FRAME_HEADER] = 0x20; // dynamic table size update to 0
-      block.copy(this.out, off + FRAME_HEADER + prefix);
+      copyBytes(block, 0, block.length, this.out, off + FRAME_HEADER + prefix);
     } else {
       const whole = prefix === 1 ? Buffer.concat([Buffer.from([0x20]), block]) : block;
       let pos = 0;
@@ -681,7 +682,7 @@ export class H2Connection<S extends H2Stream> {
       if (n <= 0) break;
       const o = this.reserve(FRAME_HEADER + n);
       writeFrameHeader(this.out, o, n, DATA, 0, stream.id);
-      data.copy(this.out, o + FRAME_HEADER, off, off + n);
+      copyBytes(data, off, off + n, this.out, o + FRAME_HEADER);
       off += n;
       this.sendWindow -= n;
       stream.sendWindow -= n;

@@ -50,7 +50,10 @@ export function writeFrameHeader(buf: Buffer, off: number, length: number, type:
   buf[off + 2] = length & 0xff;
   buf[off + 3] = type;
   buf[off + 4] = flags;
-  buf.writeUInt32BE(streamId, off + 5);
+  buf[off + 5] = (streamId >>> 24) & 0xff;
+  buf[off + 6] = (streamId >>> 16) & 0xff;
+  buf[off + 7] = (streamId >>> 8) & 0xff;
+  buf[off + 8] = streamId & 0xff;
 }
 
 /** One whole frame as a new Buffer (for the rare frames and for tests). */

@@ -3,6 +3,7 @@
 // table is connection state). Errors are compression errors (the connection must end with
 // COMPRESSION_ERROR); a field list over the size limit is reported but still decoded to the end,
 // because the dynamic table must stay in step with the peer's encoder.
+import { equalBytes } from './bytes.js';
 import { huffmanDecode } from './huffman.js';
 import { STATIC_COUNT, STATIC_TABLE } from './hpack-static-table.js';
 
@@ -62,7 +63,7 @@ export class HpackDecoder {
    */
   decode(block: Buffer, out: string[], maxListSize: number): number {
     const last = this.repeatBlock;
-    if (last !== undefined && maxListSize === this.repeatLimit && block.equals(last)) {
+    if (last !== undefined && maxListSize === this.repeatLimit && equalBytes(block, last)) {
       for (const f of this.repeatFields) out.push(f);
       return this.repeatFlags;
     }
