@@ -55,7 +55,7 @@ import { copyBytes } from './bytes.js';
 /** Protocol state of one stream; the handler's stream objects carry these fields. */
 export interface H2Stream {
   readonly id: number;
-  /** Request fields, flat [name, value, ...] as decoded. */
+  /** Request fields, flat [name, value, ...] as decoded; read only (streams whose header blocks repeat share one array). */
   fields: string[];
   /** What the peer lets us send on this stream. */
   sendWindow: number;
@@ -134,6 +134,8 @@ export class H2Connection<S extends H2Stream> {
   private peerInitialWindow = DEFAULT_WINDOW;
   private peerMaxFrame = DEFAULT_MAX_FRAME;
   private readonly blocked: S[] = [];
+  /** The last request field list found valid (the decoder returns the same array for a repeated block). */
+  private validFields: string[] | undefined = undefined;
   /** Our side of the peer's HPACK table (the fixed response fields, by index after first use). */
   private readonly encoder = new ResponseBlockEncoder();
   // Flow control: the receiving side.
@@ -404,10 +406,11 @@ export class H2Connection<S extends H2Stream> {
   }
 
   private onHeaderBlock(id: number, endStream: boolean, block: Buffer): void {
-    const fields: string[] = [];
+    let fields: string[];
     let result: number;
     try {
-      result = this.decoder.decode(block, fields, this.maxHeaderList);
+      fields = this.decoder.decodeShared(block, this.maxHeaderList);
+      result = this.decoder.flags;
     } catch (err) {
       if (!(err instanceof HpackError)) throw err;
       this.connectionError(COMPRESSION_ERROR, err.message);
@@ -433,9 +436,13 @@ export class H2Connection<S extends H2Stream> {
       this.streamError(id, ENHANCE_YOUR_CALM);
       return;
     }
-    if ((result & FIELDS_MALFORMED) !== 0 || !validRequestFields(fields)) {
-      this.streamError(id, PROTOCOL_ERROR);
-      return;
+    // A repeated block gives the same (already checked) array: checked once.
+    if (fields !== this.validFields) {
+      if ((result & FIELDS_MALFORMED) !== 0 || !validRequestFields(fields)) {
+        this.streamError(id, PROTOCOL_ERROR);
+        return;
+      }
+      this.validFields = fields;
     }
     const stream = this.handler.newStream(this, id, fields);
     stream.sendWindow = this.peerInitialWindow;

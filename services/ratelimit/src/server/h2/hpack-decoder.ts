@@ -62,22 +62,36 @@ export class HpackDecoder {
    * Returns FIELDS_* flags; throws HpackError on invalid input.
    */
   decode(block: Buffer, out: string[], maxListSize: number): number {
+    const shared = this.decodeShared(block, maxListSize);
+    for (const f of shared) out.push(f);
+    return this.flags;
+  }
+
+  /** FIELDS_* flags of the last `decodeShared`. */
+  flags = FIELDS_OK;
+
+  /**
+   * As `decode`, returning the fields; a repeated block returns the same array as the previous
+   * call (callers must not modify it). The flags are in `flags`.
+   */
+  decodeShared(block: Buffer, maxListSize: number): string[] {
     const last = this.repeatBlock;
     if (last !== undefined && maxListSize === this.repeatLimit && equalBytes(block, last)) {
-      for (const f of this.repeatFields) out.push(f);
-      return this.repeatFlags;
+      this.flags = this.repeatFlags;
+      return this.repeatFields;
     }
+    const out: string[] = [];
     this.repeatBlock = undefined;
     const changesBefore = this.tableChanges;
-    const start = out.length;
     const flags = this.decodeFields(block, out, maxListSize);
     if (this.tableChanges === changesBefore) {
       this.repeatBlock = Buffer.from(block);
-      this.repeatFields = out.slice(start);
+      this.repeatFields = out;
       this.repeatFlags = flags;
       this.repeatLimit = maxListSize;
     }
-    return flags;
+    this.flags = flags;
+    return out;
   }
 
   private decodeFields(block: Buffer, out: string[], maxListSize: number): number {

@@ -185,13 +185,27 @@ class LeanServer implements H2Handler<LeanCall> {
     return new LeanCall(conn, id, fields);
   }
 
+  // The request head read from the last field list: a repeated header block arrives as the same
+  // array, and its head is not read again.
+  private headFields: string[] | undefined = undefined;
+  private method: string | undefined;
+  private path: string | undefined;
+  private contentType: string | undefined;
+  private timeout: string | undefined;
+  private encoding: string | undefined;
+
   onRequest(call: LeanCall): void {
+    const f = call.fields;
+    if (f !== this.headFields) this.readHead(f);
+    this.d.begin(call, this.method, this.path, this.contentType, this.timeout, this.encoding);
+  }
+
+  private readHead(f: string[]): void {
     let method: string | undefined;
     let path: string | undefined;
     let contentType: string | undefined;
     let timeout: string | undefined;
     let encoding: string | undefined;
-    const f = call.fields;
     for (let i = 0; i < f.length; i += 2) {
       const name = f[i]!;
       switch (name) {
@@ -214,7 +228,12 @@ class LeanServer implements H2Handler<LeanCall> {
           break;
       }
     }
-    this.d.begin(call, method, path, contentType, timeout, encoding);
+    this.headFields = f;
+    this.method = method;
+    this.path = path;
+    this.contentType = contentType;
+    this.timeout = timeout;
+    this.encoding = encoding;
   }
 
   onData(call: LeanCall, chunk: Buffer): void {
