@@ -100,12 +100,17 @@ describe('burst limits through the rate limit service', () => {
   });
 
   test('remote: limits trip at the configured counts with RateLimit-* and Retry-After; embedded gives the identical sequence', async () => {
-    const remote = gate(new RemoteDecider({ address: rls.grpcAddress, tls: undefined, timeoutMs: 2000 }), 'deny');
+    const remoteDecider = new RemoteDecider({ address: rls.grpcAddress, tls: undefined, timeoutMs: 2000 });
+    const remote = gate(remoteDecider, 'deny');
     const r = await makeTestApp({ rateLimit: remote.gate });
     const replay = new FakeClock(0);
     const embedded = gate(new EmbeddedDecider({ rulesDir: rules.dir, clock: replay, random: { int: () => 0 } }), 'deny', replay);
     const e = await makeTestApp({ rateLimit: embedded.gate });
     try {
+      // Phase 1 must fit in one second: connect first, and take the route's first-call costs with
+      // a request refused before any limit (unknown token), so neither lands inside the phase.
+      await remoteDecider.waitForReady(5000);
+      assert.equal((await r.app.inject({ url: '/api/v2/crypto?coin=BTC', headers: { authorization: 'Bearer not-a-token' } })).statusCode, 401);
       // Phase 1 inside one second: startup 3/s trips on the 4th; pro (own counters) is unaffected.
       const s1 = await alignToSecond();
       const phase1 = await runSequence(r, ['startup', 'startup', 'pro', 'startup', 'startup'], () => undefined);
