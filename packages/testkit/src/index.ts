@@ -35,3 +35,5 @@ export { startFakeBinance, type FakeBinance, type FakeBinanceOptions, type FakeM
 export { startFakeBinanceUs } from './fake-exchange2.js';
 export { startFakePtax, type FakePtax, type FakePtaxOptions } from './fake-ptax.js';
 export { startFakeEcb, type FakeEcb, type FakeEcbOptions } from './fake-ecb.js';
+export * from './h2-raw.js';
+export * from './property-support.js';
