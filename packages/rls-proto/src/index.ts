@@ -2,6 +2,13 @@
 // and a grpc-js based client.
 export * from './rls-messages.js';
 export { ProtoDecodeError, isProtoDecodeError, type DecodeErrorCode } from './decode-error.js';
+export {
+  DEFAULT_REQUEST_LIMITS,
+  RequestLimitError,
+  isRequestLimitError,
+  type RequestLimits,
+  type RequestLimitName,
+} from './request-limits.js';
 export { decodeRateLimitRequest, encodeRateLimitRequest, decodeRateLimitResponse, encodeRateLimitResponse } from './rls-codec.js';
 export {
   decodeHealthCheckRequest,

@@ -14,6 +14,7 @@ import type { Buffer } from 'node:buffer';
 import { ProtoReader } from './wire-reader.js';
 import { int32Size, lenFieldSize, ProtoWriter, utf8Length, varint32Size, varint64Size } from './wire-writer.js';
 import { readStruct, structSize, writeStruct } from './struct-codec.js';
+import { DEFAULT_REQUEST_LIMITS, entryTooLong, tooManyDescriptors, tooManyEntries, type RequestLimits } from './request-limits.js';
 import {
   toRlsCode,
   type CurrentLimitMsg,
@@ -28,7 +29,11 @@ import {
 
 // ============================== RateLimitRequest: decode ==============================
 
-export function decodeRateLimitRequest(bytes: Uint8Array): RateLimitRequestMsg {
+/**
+ * Decodes a RateLimitRequest. Throws ProtoDecodeError for bad bytes and RequestLimitError as soon
+ * as the request goes beyond `limits`, before the excess descriptors or entries are built.
+ */
+export function decodeRateLimitRequest(bytes: Uint8Array, limits: RequestLimits = DEFAULT_REQUEST_LIMITS): RateLimitRequestMsg {
   const r = new ProtoReader(bytes);
   const req: RateLimitRequestMsg = { domain: '', descriptors: [], hitsAddend: 0 };
   const end = r.end;
@@ -39,7 +44,8 @@ export function decodeRateLimitRequest(bytes: Uint8Array): RateLimitRequestMsg {
         req.domain = r.string();
         break;
       case 0x12:
-        req.descriptors.push(readDescriptor(r, r.lengthEnd()));
+        if (req.descriptors.length >= limits.maxDescriptors) throw tooManyDescriptors(limits);
+        req.descriptors.push(readDescriptor(r, r.lengthEnd(), limits, req.descriptors.length));
         break;
       case 0x18:
         req.hitsAddend = r.uint32();
@@ -51,7 +57,7 @@ export function decodeRateLimitRequest(bytes: Uint8Array): RateLimitRequestMsg {
   return req;
 }
 
-function readDescriptor(r: ProtoReader, end: number): RequestDescriptorMsg {
+function readDescriptor(r: ProtoReader, end: number, limits: RequestLimits, index: number): RequestDescriptorMsg {
   const outer = r.end;
   r.end = end;
   // All three properties are always present so descriptors share one hidden class.
@@ -60,7 +66,8 @@ function readDescriptor(r: ProtoReader, end: number): RequestDescriptorMsg {
     const tag = r.tag();
     switch (tag) {
       case 0x0a:
-        d.entries.push(readEntry(r, r.lengthEnd()));
+        if (d.entries.length >= limits.maxEntriesPerDescriptor) throw tooManyEntries(limits, index);
+        d.entries.push(readEntry(r, r.lengthEnd(), limits, index, d.entries.length));
         break;
       case 0x12:
         d.limit = readOverride(r, r.lengthEnd(), d.limit);
@@ -77,7 +84,14 @@ function readDescriptor(r: ProtoReader, end: number): RequestDescriptorMsg {
   return d;
 }
 
-function readEntry(r: ProtoReader, end: number): DescriptorEntryMsg {
+/** Framing bytes around key and value (two tags and two length varints) tolerated before decoding. */
+const ENTRY_FRAMING = 8;
+
+function readEntry(r: ProtoReader, end: number, limits: RequestLimits, di: number, ei: number): DescriptorEntryMsg {
+  // The encoded size bounds key + value bytes, so a huge entry is refused without decoding it;
+  // only an entry within the framing slack needs the exact count below.
+  const encoded = end - r.pos;
+  if (encoded > limits.maxEntryBytes + ENTRY_FRAMING) throw entryTooLong(limits, di, ei);
   const outer = r.end;
   r.end = end;
   let key = '';
@@ -89,6 +103,7 @@ function readEntry(r: ProtoReader, end: number): DescriptorEntryMsg {
     else r.skip(tag);
   }
   r.end = outer;
+  if (encoded > limits.maxEntryBytes && utf8Length(key) + utf8Length(value) > limits.maxEntryBytes) throw entryTooLong(limits, di, ei);
   return { key, value };
 }
 

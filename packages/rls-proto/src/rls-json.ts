@@ -15,6 +15,7 @@ import {
   type RateLimitResponseMsg,
   type RequestDescriptorMsg,
 } from './rls-messages.js';
+import { DEFAULT_REQUEST_LIMITS, entryTooLong, tooManyDescriptors, tooManyEntries, type RequestLimits } from './request-limits.js';
 
 /** A JSON body that is not a valid RateLimitRequest. `path` is e.g. `descriptors[0].entries[1].value`. */
 export class JsonMappingError extends Error {
@@ -158,9 +159,16 @@ function obj(v: unknown, path: string): JsonObj {
   return v;
 }
 
-function entryFromJson(v: unknown, path: string): DescriptorEntryMsg {
+function entryFromJson(v: unknown, path: string, limits: RequestLimits, di: number, ei: number): DescriptorEntryMsg {
   const f = fieldsOf(obj(v, path), path, entryFields);
-  return { key: str(f.get('key'), join(path, 'key')), value: str(f.get('value'), join(path, 'value')) };
+  const key = str(f.get('key'), join(path, 'key'));
+  const value = str(f.get('value'), join(path, 'value'));
+  // A UTF-16 unit is at most 3 UTF-8 bytes: only long strings need the exact count.
+  const units = key.length + value.length;
+  if (units > limits.maxEntryBytes || (units * 3 > limits.maxEntryBytes && Buffer.byteLength(key) + Buffer.byteLength(value) > limits.maxEntryBytes)) {
+    throw entryTooLong(limits, di, ei);
+  }
+  return { key, value };
 }
 
 function overrideFromJson(v: unknown, path: string): LimitOverrideMsg {
@@ -182,10 +190,12 @@ function uint64ValueFromJson(v: unknown, path: string): number | undefined {
   return uint64(v, path);
 }
 
-function descriptorFromJson(v: unknown, path: string): RequestDescriptorMsg {
+function descriptorFromJson(v: unknown, path: string, limits: RequestLimits, di: number): RequestDescriptorMsg {
   const f = fieldsOf(obj(v, path), path, descriptorFields);
   const entriesPath = join(path, 'entries');
-  const entries = list(f.get('entries'), entriesPath).map((e, i) => entryFromJson(e, `${entriesPath}[${i}]`));
+  const entryList = list(f.get('entries'), entriesPath);
+  if (entryList.length > limits.maxEntriesPerDescriptor) throw tooManyEntries(limits, di);
+  const entries = entryList.map((e, i) => entryFromJson(e, `${entriesPath}[${i}]`, limits, di, i));
   const limitJson = f.get('limit');
   const limit = limitJson === null || limitJson === undefined ? undefined : overrideFromJson(limitJson, join(path, 'limit'));
   const hitsAddend = uint64ValueFromJson(f.get('hits_addend'), join(path, 'hitsAddend'));
@@ -193,11 +203,16 @@ function descriptorFromJson(v: unknown, path: string): RequestDescriptorMsg {
   return { entries, limit, hitsAddend };
 }
 
-/** Converts an already-parsed JSON value to a RateLimitRequest. */
-export function rateLimitRequestFromJson(value: unknown): RateLimitRequestMsg {
+/**
+ * Converts an already-parsed JSON value to a RateLimitRequest. Beyond `limits` it throws
+ * RequestLimitError before mapping the descriptors.
+ */
+export function rateLimitRequestFromJson(value: unknown, limits: RequestLimits = DEFAULT_REQUEST_LIMITS): RateLimitRequestMsg {
   if (!isObject(value)) throw new JsonMappingError('', `request must be a JSON object, got ${describe(value)}`);
   const f = fieldsOf(value, '', requestFields);
-  const descriptors = list(f.get('descriptors'), 'descriptors').map((d, i) => descriptorFromJson(d, `descriptors[${i}]`));
+  const descriptorList = list(f.get('descriptors'), 'descriptors');
+  if (descriptorList.length > limits.maxDescriptors) throw tooManyDescriptors(limits);
+  const descriptors = descriptorList.map((d, i) => descriptorFromJson(d, `descriptors[${i}]`, limits, i));
   return {
     domain: str(f.get('domain'), 'domain'),
     descriptors,
@@ -205,8 +220,8 @@ export function rateLimitRequestFromJson(value: unknown): RateLimitRequestMsg {
   };
 }
 
-/** Parses a `/json` body. Throws JsonMappingError for empty, invalid or mistyped input. */
-export function parseRateLimitRequestJson(text: string): RateLimitRequestMsg {
+/** Parses a `/json` body. Throws JsonMappingError for empty, invalid or mistyped input, RequestLimitError beyond `limits`. */
+export function parseRateLimitRequestJson(text: string, limits: RequestLimits = DEFAULT_REQUEST_LIMITS): RateLimitRequestMsg {
   if (text.trim() === '') throw new JsonMappingError('', 'empty request body');
   let value: unknown;
   try {
@@ -214,7 +229,7 @@ export function parseRateLimitRequestJson(text: string): RateLimitRequestMsg {
   } catch (err) {
     throw new JsonMappingError('', `invalid JSON: ${err instanceof Error ? err.message : String(err)}`);
   }
-  return rateLimitRequestFromJson(value);
+  return rateLimitRequestFromJson(value, limits);
 }
 
 // ---------------------------------- response -> JSON ----------------------------------

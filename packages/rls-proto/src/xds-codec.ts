@@ -4,8 +4,10 @@
 // so they are coded with protobufjs from this package's .proto files instead of by hand.
 // google.protobuf.Struct fields are converted to plain JSON values at the edge.
 import protobuf from 'protobufjs';
+import { ProtoDecodeError } from './decode-error.js';
 import { PROTO_DIR, PROTO_FILES } from './proto-files.js';
 import type { JsonValue } from './rls-messages.js';
+import { MAX_DEPTH, ProtoReader, WireType } from './wire-reader.js';
 
 export const RATE_LIMIT_CONFIG_TYPE_URL = 'type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitConfig';
 export const ADS_SERVICE_NAME = 'envoy.service.discovery.v3.AggregatedDiscoveryService';
@@ -99,6 +101,92 @@ function load(): Types {
   return types;
 }
 
+// ---- wire check before protobufjs -------------------------------------------------------------
+// protobufjs decodes leniently where a hostile control plane can hurt: a string whose length runs
+// past the end is cut short instead of refused, a known field with another wire type is misread,
+// and nesting (RateLimitDescriptor.descriptors, Struct) recurses until the stack overflows. So
+// every message is first walked against its schema with the bounds-checked reader, which throws
+// the same ProtoDecodeError as the hand-coded decoders; only then does protobufjs decode it.
+
+const basicWire = protobuf.types.basic as Readonly<Record<string, number | undefined>>;
+const packedWire = protobuf.types.packed as Readonly<Record<string, number | undefined>>;
+const mapKeyWire = protobuf.types.mapKey as Readonly<Record<string, number | undefined>>;
+
+function wrongWire(field: protobuf.FieldBase, wt: number, at: number): ProtoDecodeError {
+  return new ProtoDecodeError('malformed', `field ${field.name} (${field.id}) has wire type ${wt}`, at);
+}
+
+/** Checks one value of `field` (the tag was read at `at`). */
+function checkValue(field: protobuf.FieldBase, valueType: string, resolved: protobuf.ReflectionObject | null, tag: number, r: ProtoReader, at: number, depth: number): void {
+  const wt = tag & 7;
+  if (resolved instanceof protobuf.Type) {
+    if (wt !== WireType.LEN) throw wrongWire(field, wt, at);
+    checkMessage(resolved, r, r.lengthEnd(), depth + 1);
+    return;
+  }
+  const want = resolved instanceof protobuf.Enum ? WireType.VARINT : basicWire[valueType];
+  if (want === undefined) throw new ProtoDecodeError('malformed', `field ${field.name} has unsupported type ${valueType}`, at);
+  if (wt === WireType.LEN && want !== WireType.LEN && field.repeated && (resolved instanceof protobuf.Enum || packedWire[valueType] !== undefined)) {
+    // A packed run of scalars: bounded by its length prefix.
+    r.pos = r.lengthEnd();
+    return;
+  }
+  if (wt !== want) throw wrongWire(field, wt, at);
+  if (valueType === 'string') r.string();
+  else r.skip(tag);
+}
+
+function checkMapEntry(field: protobuf.MapField, r: ProtoReader, end: number, depth: number): void {
+  if (depth > MAX_DEPTH) throw new ProtoDecodeError('too_deep', `${field.name} nested too deeply`, r.pos);
+  const outer = r.end;
+  r.end = end;
+  while (r.pos < end) {
+    const at = r.pos;
+    const tag = r.tag();
+    const id = tag >>> 3;
+    if (id === 1) {
+      const want = mapKeyWire[field.keyType];
+      if ((tag & 7) !== want) throw wrongWire(field, tag & 7, at);
+      if (field.keyType === 'string') r.string();
+      else r.skip(tag);
+    } else if (id === 2) checkValue(field, field.type, field.resolvedType, tag, r, at, depth);
+    else r.skip(tag);
+  }
+  r.end = outer;
+}
+
+function checkMessage(type: protobuf.Type, r: ProtoReader, end: number, depth: number): void {
+  if (depth > MAX_DEPTH) throw new ProtoDecodeError('too_deep', `${type.name} nested too deeply`, r.pos);
+  const outer = r.end;
+  r.end = end;
+  const fields = type.fieldsById;
+  while (r.pos < end) {
+    const at = r.pos;
+    const tag = r.tag();
+    const field = fields[tag >>> 3];
+    if (field === undefined) r.skip(tag);
+    else if (field instanceof protobuf.MapField) {
+      if ((tag & 7) !== WireType.LEN) throw wrongWire(field, tag & 7, at);
+      checkMapEntry(field, r, r.lengthEnd(), depth + 1);
+    } else checkValue(field, field.type, field.resolvedType, tag, r, at, depth);
+  }
+  r.end = outer;
+}
+
+/** Checks `bytes` as a `type` message, then decodes with `decode`; every failure is a ProtoDecodeError. */
+function decodeChecked<T>(type: protobuf.Type, bytes: Uint8Array, decode: () => T): T {
+  const r = new ProtoReader(bytes);
+  checkMessage(type, r, r.end, 0);
+  try {
+    return decode();
+  } catch (err) {
+    // Not expected after the check; kept so a protobufjs error still reaches callers typed.
+    if (err instanceof ProtoDecodeError) throw err;
+    const message = err instanceof Error ? err.message : String(err);
+    throw new ProtoDecodeError(/index out of range/.test(message) ? 'truncated' : 'malformed', `${type.name}: ${message}`, 0);
+  }
+}
+
 // ---- google.protobuf.Struct <-> JSON ----------------------------------------------------------
 
 interface PbValue {
@@ -173,7 +261,7 @@ export function encodeDiscoveryRequest(msg: DiscoveryRequestMsg): Buffer {
 
 export function decodeDiscoveryRequest(bytes: Uint8Array): DiscoveryRequestMsg {
   const t = load();
-  const pb = t.request.toObject(t.request.decode(bytes), { defaults: true, arrays: true, longs: Number }) as PbRequest;
+  const pb = decodeChecked(t.request, bytes, () => t.request.toObject(t.request.decode(bytes), { defaults: true, arrays: true, longs: Number }) as PbRequest);
   const out: DiscoveryRequestMsg = {
     versionInfo: pb.version_info ?? '',
     resourceNames: pb.resource_names ?? [],
@@ -213,7 +301,7 @@ export function encodeDiscoveryResponse(msg: DiscoveryResponseMsg): Buffer {
 export function decodeDiscoveryResponse(bytes: Uint8Array): DiscoveryResponseMsg {
   const t = load();
   // Any is kept as raw bytes (no json conversion of well-known types).
-  const pb = t.response.toObject(t.response.decode(bytes), { defaults: true, arrays: true, bytes: Buffer }) as PbResponse;
+  const pb = decodeChecked(t.response, bytes, () => t.response.toObject(t.response.decode(bytes), { defaults: true, arrays: true, bytes: Buffer }) as PbResponse);
   return {
     versionInfo: pb.version_info ?? '',
     resources: (pb.resources ?? []).map((r) => ({ typeUrl: r.type_url ?? '', value: r.value ?? new Uint8Array(0) })),
@@ -295,11 +383,11 @@ export function encodeRateLimitConfig(msg: RateLimitConfigMsg): Buffer {
   return Buffer.from(t.config.encode(t.config.fromObject(pb)).finish());
 }
 
-/** Throws (protobufjs's error) when the bytes are not a valid RateLimitConfig. */
+/** Throws ProtoDecodeError when the bytes are not a valid RateLimitConfig. */
 export function decodeRateLimitConfig(bytes: Uint8Array): RateLimitConfigMsg {
   const t = load();
   // Enums as numbers so values unknown to this schema survive as their number.
-  const pb = t.config.toObject(t.config.decode(bytes), { defaults: false, arrays: true, enums: Number }) as PbConfig;
+  const pb = decodeChecked(t.config, bytes, () => t.config.toObject(t.config.decode(bytes), { defaults: false, arrays: true, enums: Number }) as PbConfig);
   return { name: pb.name ?? '', domain: pb.domain ?? '', descriptors: (pb.descriptors ?? []).map((d) => descriptorFromPb(d, t.unitEnum)) };
 }
 

@@ -19,13 +19,15 @@ import type { Logger } from './logger.js';
 import { FileRuleProvider } from './provider/file-provider.js';
 import { createDebugServer, type DebugServer } from './server/debug-server.js';
 import { createGrpcServer, type GrpcServer } from './server/grpc-server.js';
+import { grpcLimitsOf } from './server/grpc-limits-settings.js';
 import { createHttpServer, type HttpServer } from './server/http-server.js';
+import { httpTimeoutsFrom, requestLimitsFrom } from './server/limits-settings.js';
 import { LocalAnswerMemo } from './server/local-answer-memo.js';
 import { readFileSync } from 'node:fs';
 import { RateLimitError } from './errors.js';
 import type { Scheduler } from './provider/xds-backoff.js';
 import { createXdsRuleProvider, type XdsRuleProvider } from './provider/xds-rule-provider.js';
-import { xdsBackoffPolicy, xdsTlsOptions } from './provider/xds-settings.js';
+import { xdsConnectionOptions } from './provider/xds-settings.js';
 import type { GrpcTlsOptions } from './server/grpc-server.js';
 import { CertificateReloader, loadKeyPair } from './server/tls-cert-reloader.js';
 import { clientCertificateProblem } from './server/tls-client-verify.js';
@@ -46,6 +48,13 @@ export interface AppDeps {
   tracing?: Tracing;
   /** Timers of the xDS reconnect backoff (real timers when omitted). */
   xdsScheduler?: Scheduler;
+  /**
+   * Worker mode: the primary process owns the rule source and sends snapshots (the caller applies
+   * them), so this app neither watches the rule files nor opens an xDS stream.
+   */
+  rulesFromPrimary?: boolean;
+  /** Worker mode: the service-wide statistics the debug server's /stats shows (the primary's totals). */
+  statsTotals?: () => Promise<StatsStore>;
 }
 
 export interface RateLimitApp {
@@ -130,6 +139,11 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
   const clock = deps.clock ?? systemClock;
   const random = deps.random ?? mathRandom;
   const stats = deps.stats ?? new StatsStore();
+  stats.limitSeries({
+    maxSeriesPerGroup: settings.statsMaxSeriesPerRule,
+    onGroupFull: (group, max) =>
+      logger.warn({ rule: group, max }, `rule ${group} reached STATS_MAX_SERIES_PER_RULE (${max}) per-value statistics; further values count into ${group}.overflow`),
+  });
 
   const health = new HealthChecker({ [HEALTH_STORE]: false, [HEALTH_SIGTERM]: true });
   if (settings.healthyWithAtLeastOneConfigLoaded) health.set(HEALTH_CONFIG, false);
@@ -158,6 +172,7 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
     h.time.record(Math.round(ms));
   };
   const grpcTls = serverTlsOptions(settings);
+  const requestLimits = requestLimitsFrom(settings);
   const grpc = createGrpcServer({
     shouldRateLimit,
     health: healthSource,
@@ -167,6 +182,8 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
     maxConnectionAgeMs: settings.grpcMaxConnectionAgeMs,
     maxConnectionAgeGraceMs: settings.grpcMaxConnectionAgeGraceMs,
     transport: settings.grpcTransport,
+    limits: grpcLimitsOf(settings),
+    requestLimits,
     random,
     // Repeats of requests answered from the local over-limit cache skip decoding and encoding
     // (not with tracing: every call must get its span).
@@ -183,26 +200,33 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
           logger: logger.child({ component: 'tls' }),
         });
   const xds =
-    settings.configType !== 'GRPC_XDS_SOTW'
+    settings.configType !== 'GRPC_XDS_SOTW' || deps.rulesFromPrimary === true
       ? undefined
       : createXdsRuleProvider({
-          serverUrl: settings.xdsServerUrl,
-          nodeId: settings.xdsNodeId,
-          nodeMetadata: settings.xdsNodeMetadata,
-          headers: settings.xdsClientHeaders,
-          tls: xdsTlsOptions(settings),
-          maxReceiveBytes: settings.xdsMaxMsgSizeBytes,
-          connectTimeoutMs: settings.xdsConnectRetryIntervalMs,
-          backoff: xdsBackoffPolicy(settings),
-          mergeDomainConfig: settings.mergeDomainConfig,
+          ...xdsConnectionOptions(settings),
           sink: service,
           stats,
           logger: logger.child({ component: 'xds' }),
           scheduler: deps.xdsScheduler,
           random,
         });
-  const http = createHttpServer({ shouldRateLimit, health: healthSource, logger: logger.child({ component: 'http' }) });
-  const debug = createDebugServer({ rules: () => service.currentRuleSet(), stats, logger: logger.child({ component: 'debug' }) });
+  const http = createHttpServer({
+    shouldRateLimit,
+    health: healthSource,
+    logger: logger.child({ component: 'http' }),
+    maxBodyBytes: settings.httpMaxBodyBytes,
+    requestLimits,
+    timeouts: httpTimeoutsFrom(settings),
+    maxConnections: settings.httpMaxConnections,
+  });
+  const debug = createDebugServer({
+    rules: () => service.currentRuleSet(),
+    stats,
+    statsTotals: deps.statsTotals,
+    logger: logger.child({ component: 'debug' }),
+    timeouts: httpTimeoutsFrom(settings),
+    maxConnections: settings.debugMaxConnections,
+  });
   const fileProvider = new FileRuleProvider(
     {
       runtimeRoot: settings.runtimeRoot,
@@ -224,7 +248,7 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
   let sinks: StatsSinks | undefined;
   let gaugeTimer: NodeJS.Timeout | undefined;
   const start = async (): Promise<{ grpc: AddressInfo; http: AddressInfo; debug: AddressInfo }> => {
-    if (xds === undefined) fileProvider.start();
+    if (xds === undefined && deps.rulesFromPrimary !== true) fileProvider.start();
     if (deps.statsSinks !== undefined) {
       sinks = await startStatsSinks(deps.statsSinks, { store: stats, logger });
       if (sinks.metricsAddress !== undefined) logger.info({ address: `${sinks.metricsAddress.address}:${sinks.metricsAddress.port}` }, 'metrics server listening');

@@ -5,6 +5,7 @@ import { buildRateLimitApp } from './app.js';
 import { runPrimary } from './cluster/primary.js';
 import { startWorkerRole } from './cluster/worker-role.js';
 import { resolveWorkerCount } from './cluster/worker-settings.js';
+import { SnapshotRuleProvider } from './provider/snapshot-provider.js';
 import type { Tracing } from './tracing/tracing.js';
 import { isRateLimitError } from './errors.js';
 import { createLogger } from './logger.js';
@@ -21,13 +22,14 @@ export async function run(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const { settings, warnings } = loaded;
   const rootLogger = createLogger({ level: settings.logLevel, format: settings.logFormat });
   const logger = cluster.isWorker ? rootLogger.child({ worker: cluster.worker?.id }) : rootLogger;
-  // Worker mode (WORKERS): the primary forks the workers and owns the stats sinks; each worker runs the rest of run().
+  // Worker mode (WORKERS): the primary forks the workers and owns the stats sinks, the rule source
+  // and the GRPC_UDS socket file; each worker runs the rest of run() with rules sent by the primary.
   const plan = resolveWorkerCount(settings, availableParallelism());
   if (cluster.isPrimary) {
     for (const w of warnings) logger.warn(w);
     if (plan.note !== undefined) logger.info(plan.note);
     if (plan.count > 1) {
-      await runPrimary({ workers: plan.count, logger, statsSinks: loaded.stats, stopBoundMs: settings.shutdownDrainDelayMs + settings.shutdownTimeoutMs + 5_000 });
+      await runPrimary({ workers: plan.count, settings, logger, statsSinks: loaded.stats, stopBoundMs: settings.shutdownDrainDelayMs + settings.shutdownTimeoutMs + 5_000 });
       return;
     }
   }
@@ -50,10 +52,25 @@ export async function run(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   }
   const app = buildRateLimitApp(settings, {
     logger,
-    ...(workerRole !== undefined ? { stats: workerRole.stats } : { statsSinks: loaded.stats }),
+    ...(workerRole !== undefined ? { stats: workerRole.stats, rulesFromPrimary: true, statsTotals: () => workerRole.statsTotals() } : { statsSinks: loaded.stats }),
     ...(tracing !== undefined ? { tracing } : {}),
   });
-  if (app.xds !== undefined) {
+  if (workerRole !== undefined) {
+    // The primary loaded and validated the rules; this worker compiles each snapshot it sends, the
+    // current one before listening (also when it replaces a worker that died).
+    const snapshots = new SnapshotRuleProvider({ sink: app.service, stats: app.stats, mergeDomainConfig: settings.mergeDomainConfig, logger: logger.child({ component: 'rules' }) });
+    workerRole.onRules((snapshot) => snapshots.apply(snapshot));
+    // Nothing listens yet, so a signal now (the primary stopping) has nothing to drain.
+    const early = (): void => process.exit(0);
+    for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.once(sig, early);
+    try {
+      await workerRole.firstRules;
+    } catch (err) {
+      logger.fatal({ err: err instanceof Error ? err.message : String(err) }, 'no rules from the primary process');
+      process.exit(1);
+    }
+    for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.off(sig, early);
+  } else if (app.xds !== undefined) {
     app.xds.start();
     if (!settings.forceStartWithoutInitialConfig) {
       // Nothing listens yet, so a signal now has nothing to drain: stop the client and leave.

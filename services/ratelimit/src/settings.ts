@@ -3,11 +3,13 @@
 // variable in one error, and returns a frozen object that is passed down to the components.
 // docs/ratelimit.md's settings table is generated from SETTING_DEFS (scripts/settings-doc.ts).
 import { def, SettingsReader, type Env, type SettingDef } from './settings/schema.js';
-import { parseBool, parseDurationMs, parseEnum, parseFloatIn, parseInteger } from './settings/parse.js';
+import { clampedFloat, clampedInt, nonNegativeDurationMs, parseBool, parseDurationMs, parseEnum, parseGoPort, parseInteger } from './settings/parse.js';
 import { resolveStatsOptions, STATS_SETTING_DEFS } from './stats/stats-settings.js';
 import { checkXdsSettings, XDS_SETTING_DEFS } from './provider/xds-settings.js';
 import { checkGrpcTlsSettings, GRPC_TLS_SETTING_DEFS } from './server/tls-settings.js';
+import { checkGrpcLimitSettings, GRPC_LIMIT_SETTING_DEFS } from './server/grpc-limits-settings.js';
 import { TRACING_SETTING_DEFS } from './tracing/tracing-settings.js';
+import { LIMIT_SETTING_DEFS } from './server/limits-settings.js';
 import { checkKvstoreSettings, KVSTORE_SETTING_DEFS } from './backends/kvstore-settings.js';
 import { checkMcstoreSettings, MCSTORE_SETTING_DEFS } from './backends/memcached-settings.js';
 import { WORKER_SETTING_DEFS } from './cluster/worker-settings.js';
@@ -15,9 +17,10 @@ import type { StatsSinksOptions } from './stats/stats-sinks.js';
 
 const str = (raw: string): string => raw;
 const bool = (raw: string): boolean => (raw === '' ? false : parseBool(raw));
-const port = (raw: string): number => parseInteger(raw, 0, 65535);
-const nonNegInt = (raw: string): number => parseInteger(raw, 0);
+const port = (raw: string): number => parseGoPort(raw);
 const durationMs = (raw: string): number => parseDurationMs(raw);
+/** EXPIRATION_JITTER_MAX_SECONDS bound: a year. */
+const MAX_JITTER_SECONDS = 31_536_000;
 
 export const SETTING_DEFS = {
   // --- listeners and logging
@@ -34,14 +37,14 @@ export const SETTING_DEFS = {
   grpcMaxConnectionAgeMs: def({
     name: 'GRPC_MAX_CONNECTION_AGE',
     default: '24h',
-    meaning: 'A gRPC connection older than this (±10 % random jitter) is sent GOAWAY so the client reconnects (duration; 0 = no limit).',
-    parse: durationMs,
+    meaning: 'A gRPC connection older than this (±10 % random jitter) is sent GOAWAY so the client reconnects (duration; 0 = no limit; negative is taken as 0 with a warning).',
+    parse: nonNegativeDurationMs,
   }),
   grpcMaxConnectionAgeGraceMs: def({
     name: 'GRPC_MAX_CONNECTION_AGE_GRACE',
     default: '1h',
-    meaning: 'After that GOAWAY, calls still open get this long, then the connection is closed (duration).',
-    parse: durationMs,
+    meaning: 'After that GOAWAY, calls still open get this long, then the connection is closed (duration; negative is taken as 0 with a warning).',
+    parse: nonNegativeDurationMs,
   }),
   grpcTransport: def({
     name: 'GRPC_TRANSPORT',
@@ -51,6 +54,8 @@ export const SETTING_DEFS = {
     parse: (raw: string) => parseEnum(raw, ['lean', 'node'] as const),
   }),
   ...GRPC_TLS_SETTING_DEFS,
+  ...GRPC_LIMIT_SETTING_DEFS,
+  ...LIMIT_SETTING_DEFS,
   logLevel: def({
     name: 'LOG_LEVEL',
     default: 'WARN',
@@ -63,7 +68,7 @@ export const SETTING_DEFS = {
       return lvl as 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal';
     },
   }),
-  debugHost: def({ name: 'DEBUG_HOST', default: '0.0.0.0', meaning: 'Bind host of the debug server (/rlconfig, /stats, /debug/pprof/).', parse: str }),
+  debugHost: def({ name: 'DEBUG_HOST', default: '0.0.0.0', meaning: 'Bind host of the debug server (/rlconfig, /stats, /debug/pprof/). All interfaces, as upstream; the quick start binds it to 127.0.0.1 (profiles and heap snapshots expose process memory).', parse: str }),
   debugPort: def({ name: 'DEBUG_PORT', default: '6070', meaning: 'Port of the debug server.', parse: port }),
   shutdownDrainDelayMs: def({
     name: 'SHUTDOWN_DRAIN_DELAY',
@@ -83,7 +88,17 @@ export const SETTING_DEFS = {
       return ms;
     },
   }),
-  logFormat: def({ name: 'LOG_FORMAT', default: 'text', meaning: '`text` (`time=… level=… msg=…`) or `json` (`@timestamp`, `@message`, `level`).', parse: (raw) => parseEnum(raw, ['text', 'json'] as const) }),
+  logFormat: def({
+    name: 'LOG_FORMAT',
+    default: 'text',
+    meaning: '`text` (`time=… level=… msg=…`) or `json` (`@timestamp`, `@message`, `level`). Any other value means `text` (with a warning), as upstream.',
+    parse: (raw, ctx) => {
+      const v = raw.trim().toLowerCase();
+      if (v === 'json') return 'json' as const;
+      if (v !== 'text') ctx.clamp('text', 'not json');
+      return 'text' as const;
+    },
+  }),
 
   // --- configuration source
   configType: def({
@@ -128,9 +143,26 @@ export const SETTING_DEFS = {
     },
   }),
   cacheKeyPrefix: def({ name: 'CACHE_KEY_PREFIX', default: '', meaning: 'Prefix of every counter key.', parse: str }),
-  expirationJitterMaxSeconds: def({ name: 'EXPIRATION_JITTER_MAX_SECONDS', default: '300', meaning: 'Counter TTLs get a random extra of [0, this) seconds; 0 disables.', parse: nonNegInt }),
-  localCacheSizeInBytes: def({ name: 'LocalCacheSizeInBytes', aliases: ['LOCAL_CACHE_SIZE_IN_BYTES'], default: '0', meaning: 'Bytes for the local cache of keys known to be over limit (answered without the store for the rest of their window); 0 disables.', parse: nonNegInt }),
-  nearLimitRatio: def({ name: 'NEAR_LIMIT_RATIO', default: '0.8', meaning: 'Share of the limit above which hits also count as near_limit (0–1).', parse: (raw) => parseFloatIn(raw, 0, 1) }),
+  expirationJitterMaxSeconds: def({
+    name: 'EXPIRATION_JITTER_MAX_SECONDS',
+    default: '300',
+    meaning:
+      'Counter TTLs get a random extra of [0, this) seconds; 0 disables. Negative values mean 0 and values above 31536000 (a year) mean a year, each with a warning: a longer TTL only keeps dead counters and can push memcached expirations past what it accepts.',
+    parse: (raw, ctx) => clampedInt(raw, ctx, 0, MAX_JITTER_SECONDS),
+  }),
+  localCacheSizeInBytes: def({
+    name: 'LocalCacheSizeInBytes',
+    aliases: ['LOCAL_CACHE_SIZE_IN_BYTES'],
+    default: '0',
+    meaning: 'Bytes for the local cache of keys known to be over limit (answered without the store for the rest of their window); 0 disables (so does a negative value, with a warning).',
+    parse: (raw, ctx) => clampedInt(raw, ctx, 0, Number.MAX_SAFE_INTEGER),
+  }),
+  nearLimitRatio: def({
+    name: 'NEAR_LIMIT_RATIO',
+    default: '0.8',
+    meaning: 'Share of the limit above which hits also count as near_limit (0–1; values outside are clamped to it with a warning, which counts the same as upstream; NaN means 0.8).',
+    parse: (raw, ctx) => clampedFloat(raw, ctx, 0, 1, 0.8),
+  }),
   stopCacheKeyIncrementWhenOverlimit: def({ name: 'STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT', default: 'false', meaning: 'When one descriptor of a request is over limit, do not increment the counters of the others.', parse: bool }),
   shadowMode: def({ name: 'SHADOW_MODE', default: 'false', meaning: 'Global shadow mode: every OVER_LIMIT overall result is turned into OK (counted in ratelimit.service.global_shadow_mode).', parse: bool }),
   quotaMode: def({ name: 'QUOTA_MODE', default: 'false', meaning: 'Treat every descriptor as a quota descriptor (the request fails only when all of them are over).', parse: bool }),
@@ -195,6 +227,7 @@ export function loadSettings(env: Env = process.env): LoadedSettings {
   if (reader.errors.length === 0) {
     checkXdsSettings(s, (e) => reader.fail(e));
     checkGrpcTlsSettings(s, (e) => reader.fail(e));
+    checkGrpcLimitSettings(s, (e) => reader.fail(e));
   }
   const stats = resolveStatsOptions(s, env);
   if (reader.errors.length === 0) for (const e of stats.errors) reader.fail(e);

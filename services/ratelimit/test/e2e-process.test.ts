@@ -39,13 +39,13 @@ test('quick start: embedded store and example rules give 200, 200, 200, 429', as
 
 test('invalid settings stop start-up with one message listing every bad variable', () => {
   const r = spawnSync(process.execPath, ['--conditions=source', '--import', 'tsx', '-e', `import(${JSON.stringify(mainTs)}).then((m) => m.run())`], {
-    env: { ...process.env, PORT: 'x', NEAR_LIMIT_RATIO: '2', KVSTORE_TYPE: 'galaxy' },
+    env: { ...process.env, PORT: 'x', NEAR_LIMIT_RATIO: 'high', KVSTORE_TYPE: 'galaxy' },
     encoding: 'utf8',
   });
   assert.equal(r.status, 1);
   assert.match(r.stderr, /invalid settings \(3\)/);
   assert.match(r.stderr, /PORT="x"/);
-  assert.match(r.stderr, /NEAR_LIMIT_RATIO="2"/);
+  assert.match(r.stderr, /NEAR_LIMIT_RATIO="high"/);
   assert.match(r.stderr, /KVSTORE_TYPE="galaxy"/);
 });
 

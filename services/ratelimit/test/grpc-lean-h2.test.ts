@@ -173,10 +173,11 @@ describe('lean HTTP/2 transport: frames', () => {
       const values = new Map<number, number>();
       for (let i = 0; i < s.payload.length; i += 6) values.set(s.payload.readUInt16BE(i), s.payload.readUInt32BE(i + 2));
       assert.equal(values.get(F.SETTINGS_MAX_CONCURRENT_STREAMS), 1000);
-      assert.ok((values.get(F.SETTINGS_INITIAL_WINDOW_SIZE) ?? 0) >= 1 << 20);
+      // GRPC_STREAM_WINDOW and GRPC_MAX_HEADER_LIST_SIZE defaults; the connection window widens
+      // only once request bytes flow (issue 12: grpc-hostile.test.ts).
+      assert.equal(values.get(F.SETTINGS_INITIAL_WINDOW_SIZE), 65_535);
+      assert.equal(values.get(F.SETTINGS_MAX_HEADER_LIST_SIZE), 16_384);
       assert.ok(!values.has(F.SETTINGS_ENABLE_PUSH) || values.get(F.SETTINGS_ENABLE_PUSH) === 0);
-      const wu = await c.waitFrame((f) => f.type === F.WINDOW_UPDATE && f.id === 0, 'connection WINDOW_UPDATE');
-      assert.ok(wu.payload.readUInt32BE(0) > 1 << 20);
       await c.waitFrame((f) => f.type === F.SETTINGS && f.flags === F.FLAG_ACK, 'SETTINGS ACK');
       await c.roundTrip();
     } finally {

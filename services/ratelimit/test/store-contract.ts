@@ -4,7 +4,13 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock, waitFor } from '@rls/testkit';
-import type { CounterOp, CounterStore } from '../src/backends/counter-store.js';
+import { SATURATED_COUNT, type CounterOp, type CounterStore } from '../src/backends/counter-store.js';
+import { loadRuleSet } from '../src/config/rule-set.js';
+import { Code, Unit, type RateLimitRequest, type RequestDescriptor } from '../src/domain.js';
+import { MAX_HITS_ADDEND } from '../src/limiter/hits-addend.js';
+import { DEFAULT_LIMITER_OPTIONS } from '../src/limiter/options.js';
+import { RateLimitService } from '../src/service.js';
+import { StatsStore } from '../src/stats/stats-store.js';
 
 export interface ContractHarness {
   store: CounterStore;
@@ -160,10 +166,157 @@ export function runCounterStoreContract(name: string, makeStore: (clock: FakeClo
         assert.deepEqual(await store.increment([op('big', 4_000_000_000)]), [8_000_000_000]);
       }));
 
+    // Counters saturate (counter-store.ts): past 2^53 (JS precision), 2^63 (Redis INCRBY overflow)
+    // and 2^64 (memcached incr wrap) a counter reads SATURATED_COUNT, never 0 or a small value, and
+    // the call still succeeds. The addends here are larger than the limiter ever sends (it clamps
+    // to MAX_HITS_ADDEND) so that months of maximal traffic fit into a few calls.
+    test('a counter pushed past 2^53 reads saturated; further increments and addend 0 keep it there', () =>
+      withStore(async ({ store, ttlSeconds }) => {
+        const max = Number.MAX_SAFE_INTEGER;
+        assert.deepEqual(await store.increment([op('sat', max - 1), op('sat_other', 1)]), [max - 1, 1]);
+        assert.deepEqual(await store.increment([op('sat', 2)]), [SATURATED_COUNT]);
+        assert.deepEqual(await store.increment([op('sat', MAX_HITS_ADDEND), op('sat', 1)]), [SATURATED_COUNT, SATURATED_COUNT]);
+        await settle(store);
+        assert.deepEqual(await store.get(['sat', 'sat_other']), [SATURATED_COUNT, 1]);
+        assert.deepEqual(await store.increment([op('sat', 0)]), [SATURATED_COUNT], 'addend 0 reads it saturated');
+        assert.deepEqual(await store.increment([op('sat', 1)]), [SATURATED_COUNT]);
+        await settle(store);
+        assert.ok((await ttlSeconds('sat')) > 0, 'the saturated counter still expires');
+      }));
+
+    test('a counter pushed past 2^63 and 2^64 in one call stays saturated; the call and its other ops succeed', () =>
+      withStore(async ({ store, ttlSeconds }) => {
+        // 2100 × (2^53-1) ≈ 1.9e19: past Redis's 2^63-1 after ~1024 ops, past 2^64 at the end.
+        const ops: CounterOp[] = [op('bystander_a', 1)];
+        for (let i = 0; i < 2100; i++) ops.push(op('huge', Number.MAX_SAFE_INTEGER));
+        ops.push(op('bystander_b', 2));
+        const got = await store.increment(ops);
+        assert.equal(got.length, ops.length);
+        assert.equal(got[0], 1);
+        assert.equal(got[got.length - 1], 2);
+        assert.ok(got.slice(1, -1).every((v) => v === SATURATED_COUNT), 'every op on the huge counter reads saturated');
+        await settle(store);
+        assert.deepEqual(await store.get(['huge', 'bystander_a', 'bystander_b']), [SATURATED_COUNT, 1, 2]);
+        for (let i = 0; i < 3; i++) assert.deepEqual(await store.increment([op('huge', MAX_HITS_ADDEND), op('bystander_a', 1)]), [SATURATED_COUNT, 2 + i]);
+        await settle(store);
+        assert.deepEqual(await store.get(['huge']), [SATURATED_COUNT], 'never wrapped back to a small value');
+        assert.ok((await ttlSeconds('huge')) > 0, 'the saturated counter still expires');
+      }));
+
     test('the store reports itself connected', () =>
       withStore(async ({ store }) => {
         await store.increment([op('conn', 1)]);
         assert.equal(store.isConnected(), true);
       }));
+
+    // The same through the service: the addends the limiter sends, overrides at their largest.
+    describe('through the service (hits_addend and override extremes)', () => {
+      const RULES = `
+domain: sat
+descriptors:
+  - key: k
+    rate_limit: { unit: hour, requests_per_unit: 10 }
+`;
+      const UINT32_MAX = 4_294_967_295;
+      const withService = (fn: (svc: RateLimitService, store: KeyedStore) => Promise<void>): Promise<void> =>
+        withStore(async ({ store }, clock) => {
+          clock.setSeconds(1_767_225_600 + 17); // fixed, away from a window edge
+          const stats = new StatsStore();
+          const keyed = new KeyedStore(store);
+          const svc = new RateLimitService({
+            store: keyed,
+            stats,
+            clock,
+            random: { int: () => 0 },
+            options: { ...DEFAULT_LIMITER_OPTIONS, expirationJitterMaxSeconds: 0 },
+          });
+          svc.setRuleSet(loadRuleSet([{ name: 'sat.yaml', content: RULES }], { mergeDomainConfig: false, stats }));
+          await fn(svc, keyed);
+        });
+      const desc = (value: string, extra: Partial<RequestDescriptor> = {}): RequestDescriptor => ({ entries: [{ key: 'k', value }], ...extra });
+      const ask = async (svc: RateLimitService, store: KeyedStore, d: RequestDescriptor, hitsAddend = 0): Promise<{ code: number; remaining: number }> => {
+        const req: RateLimitRequest = { domain: 'sat', descriptors: [d], hitsAddend };
+        const res = await svc.shouldRateLimit(req);
+        await settle(store.inner);
+        const st = res.statuses[0]!;
+        return { code: st.code, remaining: st.limitRemaining };
+      };
+      const OVER = { code: Code.OVER_LIMIT, remaining: 0 };
+      const maxOverride = { requestsPerUnit: UINT32_MAX, unit: Unit.HOUR };
+
+      test('request-level hits_addend at uint32 max is over the limit, and so is every later request', () =>
+        withService(async (svc, store) => {
+          assert.deepEqual(await ask(svc, store, desc('req'), UINT32_MAX), OVER);
+          assert.deepEqual(await store.get(store.lastKeys), [UINT32_MAX], 'counted exactly');
+          for (let i = 0; i < 3; i++) assert.deepEqual(await ask(svc, store, desc('req')), OVER);
+          assert.deepEqual(await ask(svc, store, desc('req', { hitsAddend: 0 })), OVER, 'addend 0 sees it over');
+        }));
+
+      test('descriptor-level hits_addend beyond uint32 (UInt64Value) is clamped to 2^32: over the limit, the counter exact', () =>
+        withService(async (svc, store) => {
+          for (let i = 1; i <= 2; i++) {
+            assert.deepEqual(await ask(svc, store, desc('d64', { hitsAddend: Number.MAX_SAFE_INTEGER })), OVER);
+            assert.deepEqual(await store.get(store.lastKeys), [i * MAX_HITS_ADDEND], 'clamped, not wrapped or reset');
+          }
+          assert.deepEqual(await ask(svc, store, desc('d64')), OVER);
+          // The clamp keeps every decision: beyond uint32 is still over the largest possible limit.
+          assert.deepEqual(await ask(svc, store, desc('o64', { limit: maxOverride, hitsAddend: Number.MAX_SAFE_INTEGER })), OVER);
+        }));
+
+      test('a counter pushed past 2^53 and 2^64 keeps a normal request OVER_LIMIT for the rest of the window', () =>
+        withService(async (svc, store) => {
+          assert.deepEqual(await ask(svc, store, desc('push', { hitsAddend: 0 })), { code: Code.OK, remaining: 10 });
+          const [key] = store.lastKeys;
+          assert.ok(key !== undefined);
+          // Months of maximal traffic in one call: past 2^53, 2^63 (Redis) and 2^64 (memcached).
+          await store.inner.increment(Array.from({ length: 2100 }, () => op(key, Number.MAX_SAFE_INTEGER, 3600)));
+          await settle(store.inner);
+          for (let i = 0; i < 3; i++) assert.deepEqual(await ask(svc, store, desc('push')), OVER);
+          assert.deepEqual(await ask(svc, store, desc('push', { hitsAddend: 0 })), OVER);
+          assert.deepEqual(await ask(svc, store, desc('push', { limit: maxOverride })), OVER, 'over even the largest override');
+          assert.deepEqual(await store.get([key]), [SATURATED_COUNT]);
+        }));
+
+      test('an override at uint32 max requests per unit: exact remaining, over only past it', () =>
+        withService(async (svc, store) => {
+          assert.deepEqual(await ask(svc, store, desc('omax', { limit: maxOverride })), { code: Code.OK, remaining: UINT32_MAX - 1 });
+          assert.deepEqual(await ask(svc, store, desc('omax', { limit: maxOverride, hitsAddend: UINT32_MAX - 1 })), { code: Code.OK, remaining: 0 });
+          assert.deepEqual(await ask(svc, store, desc('omax', { limit: maxOverride, hitsAddend: 0 })), { code: Code.OK, remaining: 0 });
+          assert.deepEqual(await ask(svc, store, desc('omax', { limit: maxOverride })), OVER);
+          assert.deepEqual(await store.get(store.lastKeys), [UINT32_MAX + 1]);
+        }));
+
+      test('hits_addend 0 checks without consuming; request-level 0 still means 1', () =>
+        withService(async (svc, store) => {
+          assert.deepEqual(await ask(svc, store, desc('zero', { hitsAddend: 0 })), { code: Code.OK, remaining: 10 });
+          assert.deepEqual(await store.get(store.lastKeys), [0]);
+          assert.deepEqual(await ask(svc, store, desc('zero'), 0), { code: Code.OK, remaining: 9 });
+          assert.deepEqual(await ask(svc, store, desc('zero'), 3), { code: Code.OK, remaining: 6 });
+          assert.deepEqual(await ask(svc, store, desc('zero', { hitsAddend: 0 }), 5), { code: Code.OK, remaining: 6 }, 'descriptor 0 wins over the request addend');
+          assert.deepEqual(await store.get(store.lastKeys), [4]);
+        }));
+    });
   });
+}
+
+/** Passes calls through and remembers the keys of the last increment (to reach a counter directly). */
+class KeyedStore implements CounterStore {
+  readonly kind: string;
+  lastKeys: string[] = [];
+  constructor(readonly inner: CounterStore) {
+    this.kind = inner.kind;
+  }
+  increment(ops: readonly CounterOp[]): Promise<number[]> {
+    this.lastKeys = ops.map((o) => o.key);
+    return this.inner.increment(ops);
+  }
+  get(keys: readonly string[]): Promise<number[]> {
+    return this.inner.get(keys);
+  }
+  isConnected(): boolean {
+    return this.inner.isConnected();
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
 }

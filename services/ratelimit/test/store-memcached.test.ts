@@ -168,15 +168,15 @@ describe('MemcachedStore specifics', () => {
     }
   });
 
-  test('a value that is not a number counts as 0 and the failed incr leaves the connection working', async () => {
+  test('a value that is not a number reads saturated (over every limit) and is not incremented', async () => {
     await Promise.all([a.flushAll(), b.flushAll()]);
     const stats = new StatsStore();
     const store = new MemcachedStore({ servers: [a.url], connectionsPerNode: 1, timeoutMs: 2_000, clock: systemClock, stats });
     try {
       await a.command('set text_key 0 60 3\r\nabc\r\n', /STORED\r\n$/);
-      assert.deepEqual(await store.increment([op('text_key', 2), op('num_key', 1)]), [2, 1]);
+      assert.deepEqual(await store.increment([op('text_key', 2), op('num_key', 1)]), [Number.MAX_SAFE_INTEGER, 1]);
       await store.settled();
-      assert.equal(stats.counterValue('ratelimit.memcache.increment', { code: 'error' }), 1);
+      assert.equal(stats.counterValue('ratelimit.memcache.increment', { code: 'error' }), 0, 'no incr sent to the unreadable value');
       assert.deepEqual(await store.increment([op('num_key', 1)]), [2]);
     } finally {
       await store.close();
@@ -195,8 +195,11 @@ describe('MemcachedStore specifics', () => {
     assert.equal(expirationField(2_592_001, 1_700_000_000_000), 1_700_000_000 + 2_592_001);
     assert.equal(expirationField(0, 1_700_000_000_000), 1, 'never 0 (= no expiry)');
     assert.equal(parseCounter('42'), 42);
-    assert.equal(parseCounter('-1'), 0);
-    assert.equal(parseCounter('abc'), 0);
+    assert.equal(parseCounter('42   '), 42, 'memcached pads a shrunk number with spaces');
+    assert.equal(parseCounter('9007199254740991'), Number.MAX_SAFE_INTEGER);
+    assert.equal(parseCounter('18446744073709551615'), Number.MAX_SAFE_INTEGER, 'past 2^53: saturated, not 0');
+    assert.equal(parseCounter('-1'), Number.MAX_SAFE_INTEGER, 'unreadable: saturated, not 0');
+    assert.equal(parseCounter('abc'), Number.MAX_SAFE_INTEGER);
   });
 
   test('start-up errors: both sources, neither, unresolvable SRV', async () => {

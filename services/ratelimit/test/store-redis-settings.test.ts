@@ -40,7 +40,10 @@ test('start-up errors: sentinel URL too short, unknown type, bad cluster list, l
   assert.throws(() => loadSettings({ ...tcp, KVSTORE_URL: 'h:1', KVSTORE_TLS: 'true', KVSTORE_TLS_CLIENT_CERT: '/x.pem' }), /must be set together/);
   assert.throws(() => loadSettings({ ...tcp, KVSTORE_URL: 'h:1', KVSTORE_TLS: 'true', KVSTORE_TLS_CACERT: '/nonexistent/ca.pem' }), /KVSTORE_TLS_CACERT.*file not found/);
   assert.throws(() => loadSettings({ ...tcp, KVSTORE_URL: 'h:1', KVSTORE_PERSECOND: 'true', KVSTORE_PERSECOND_SOCKET_TYPE: 'tcp', KVSTORE_PERSECOND_URL: 'x' }), /KVSTORE_PERSECOND_URL/);
-  assert.throws(() => loadSettings({ KVSTORE_POOL_ON_EMPTY_BEHAVIOR: 'SPIN' }), /CREATE, ERROR, WAIT/);
+  // Upstream warns about an unknown behaviour and waits; so do we (issue 12, finding 9).
+  const spin = loadSettings({ KVSTORE_POOL_ON_EMPTY_BEHAVIOR: 'SPIN' });
+  assert.equal(spin.settings.kvstorePoolOnEmptyBehavior, 'WAIT');
+  assert.ok(spin.warnings.includes('KVSTORE_POOL_ON_EMPTY_BEHAVIOR="SPIN": not CREATE, ERROR or WAIT; using WAIT'), JSON.stringify(spin.warnings));
   assert.throws(() => loadSettings({ KVSTORE_CLUSTER_PIPELINE_PARALLELISM: '-1' }), /KVSTORE_CLUSTER_PIPELINE_PARALLELISM/);
 });
 

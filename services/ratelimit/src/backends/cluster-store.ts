@@ -10,8 +10,8 @@
 import { StoreError } from '../errors.js';
 import { ConnectionPool } from './connection-pool.js';
 import { keySlot, parseClusterSlots, parseRedirect, SLOT_COUNT, type SlotRange } from './cluster-slots.js';
-import type { CounterOp, CounterStore } from './counter-store.js';
-import { encodeCommand, RawReplies } from './redis-commands.js';
+import { saturate, SATURATED_COUNT, type CounterOp, type CounterStore } from './counter-store.js';
+import { encodeCommand, isIncrOverflow, RawReplies } from './redis-commands.js';
 import { maskUrl, parseRedisEndpoint, poolOptionsFrom, type RedisStoreOptions } from './redis-store.js';
 import { RespErrorReply, type RespReply } from './resp-parser.js';
 
@@ -77,8 +77,12 @@ export class ClusterStore implements CounterStore {
     const out = new Array<number>(ops.length);
     for (let i = 0; i < replies.length; i++) {
       const r = replies[i] as RespReply;
+      if ((i & 1) === 0 && isIncrOverflow(r)) {
+        out[i >> 1] = SATURATED_COUNT;
+        continue;
+      }
       if (typeof r !== 'number') throw new StoreError(`redis error: ${r instanceof RespErrorReply ? r.message : `unexpected reply ${JSON.stringify(r)}`}`);
-      if ((i & 1) === 0) out[i >> 1] = r;
+      if ((i & 1) === 0) out[i >> 1] = saturate(r);
     }
     return out;
   }
@@ -91,7 +95,7 @@ export class ClusterStore implements CounterStore {
       if (r === null) return 0;
       const n = typeof r === 'string' ? Number(r) : NaN;
       if (!Number.isInteger(n)) throw new StoreError(`redis error: ${r instanceof RespErrorReply ? r.message : JSON.stringify(r)} is not a counter`);
-      return n;
+      return saturate(n);
     });
   }
 

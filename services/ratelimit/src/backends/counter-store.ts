@@ -1,5 +1,21 @@
 // The contract every counter backend implements (Redis, memcached, the embedded memory store).
 // Backends only move data; every decision is made by the limiter (house rule 4).
+//
+// Counters saturate, they never wrap or reset. One descriptor adds at most MAX_HITS_ADDEND
+// (limiter/hits-addend.ts, 2^32) per request, so a counter needs about two million maximal
+// requests in one window to pass 2^53 (where a JS number stops being exact) and two billion to
+// reach Redis's INCRBY overflow at 2^63-1 or memcached's incr wrap at 2^64: possible within a
+// month or year window. Every store therefore reports any count at or above SATURATED_COUNT (and
+// any it cannot read back as a number) as SATURATED_COUNT, which is above every limit (limits
+// are uint32), and no store ever lets a saturated counter fall back to a small value.
+
+/** A counter at or above this is saturated: over every limit for the rest of its window. */
+export const SATURATED_COUNT = Number.MAX_SAFE_INTEGER;
+
+/** `n` capped at SATURATED_COUNT; NaN (an unreadable value) is saturated too. */
+export function saturate(n: number): number {
+  return n < SATURATED_COUNT ? n : SATURATED_COUNT;
+}
 
 export interface CounterOp {
   /** Full cache key, e.g. `prefix:domain_key_value_1234`. */
@@ -17,11 +33,12 @@ export interface CounterStore {
   readonly kind: string;
   /**
    * Adds each op's addend to its key and (re)applies its TTL, all in one round trip where the
-   * backend allows it. Resolves with the counter values after the increment, in op order.
+   * backend allows it. Resolves with the counter values after the increment, in op order,
+   * each at most SATURATED_COUNT (a counter that would overflow the backend resolves saturated).
    * Rejects with StoreError when the backend cannot answer within its timeout.
    */
   increment(ops: readonly CounterOp[]): Promise<number[]>;
-  /** Current values (0 when missing), in key order. Used by STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT. */
+  /** Current values (0 when missing, at most SATURATED_COUNT), in key order. Used by STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT. */
   get(keys: readonly string[]): Promise<number[]>;
   /** True while at least one connection to the backend is up (memory store: always). */
   isConnected(): boolean;

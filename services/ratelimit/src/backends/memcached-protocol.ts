@@ -5,6 +5,7 @@
 // than 250 bytes would be split into several keys or rejected for the whole line by memcached,
 // which would shift every later reply on the connection.
 import { StoreError } from '../errors.js';
+import { saturate, SATURATED_COUNT } from './counter-store.js';
 
 export const MAX_KEY_BYTES = 250;
 /** memcached reads an expiration above this many seconds as an absolute Unix time. */
@@ -41,10 +42,27 @@ export interface ReplyParser {
 
 const CRLF = 0x0a;
 
+/**
+ * Longest reply line accepted: `VALUE <key> <flags> <bytes> [<cas>]` with a 250-byte key is under
+ * 300 bytes, error lines are short. Without the bound a peer that never sends a newline would
+ * make the connection buffer without end while every retry rescans the buffer.
+ */
+export const MAX_LINE_BYTES = 2048;
+/** Largest value block accepted: memcached's default item size limit (-I 1m); counters are a few digits. */
+export const MAX_VALUE_BYTES = 1024 * 1024;
+
+function protocolError(what: string, line: string): StoreError {
+  return new StoreError(`memcached protocol error: ${what} ${JSON.stringify(line.slice(0, 80))}`);
+}
+
 /** The line at `offset` without its CRLF, and the offset after it; undefined when incomplete. */
 function readLine(buf: Buffer, offset: number): { line: string; end: number } | undefined {
-  const nl = buf.indexOf(CRLF, offset);
-  if (nl < 0) return undefined;
+  // Searching only the allowed window also keeps the outcome the same however the bytes were split.
+  const nl = buf.subarray(0, offset + MAX_LINE_BYTES + 1).indexOf(CRLF, offset);
+  if (nl < 0) {
+    if (buf.length - offset > MAX_LINE_BYTES) throw protocolError(`line longer than ${MAX_LINE_BYTES} bytes:`, buf.toString('latin1', offset, offset + 80));
+    return undefined;
+  }
   const stop = nl > offset && buf[nl - 1] === 0x0d ? nl - 1 : nl;
   return { line: buf.toString('utf8', offset, stop), end: nl + 1 };
 }
@@ -55,11 +73,17 @@ function errorReply(line: string): StoreError | undefined {
   return undefined;
 }
 
-/** Parses a stored counter; values that are not a non-negative decimal integer count as 0 (upstream's rule, widened from 32 bits). */
+const COUNTER_TEXT = /^\d{1,20} *$/;
+
+/**
+ * Parses a stored counter: a decimal integer, possibly followed by the spaces memcached pads with
+ * when a number shrinks in place. Anything at or past 2^53, or not a number at all, reads as
+ * SATURATED_COUNT (over every limit) rather than 0 (upstream's rule), so an overflowed or
+ * corrupted counter never lets traffic through.
+ */
 export function parseCounter(text: string): number {
-  if (!/^\d{1,16}$/.test(text)) return 0;
-  const n = Number(text);
-  return Number.isSafeInteger(n) ? n : 0;
+  if (!COUNTER_TEXT.test(text)) return SATURATED_COUNT;
+  return saturate(Number(text)); // Number() ignores the trailing spaces
 }
 
 /** Encodes `get k1 k2 ...`; keys must have been validated. */
@@ -89,9 +113,14 @@ export class GetReply implements ReplyParser {
       }
       if (!l.line.startsWith('VALUE ')) throw new StoreError(`memcached protocol error: unexpected ${JSON.stringify(l.line.slice(0, 80))} in a get reply`);
       const parts = l.line.split(' ');
-      const bytes = Number(parts[3]);
-      if (parts.length < 4 || !Number.isInteger(bytes) || bytes < 0) throw new StoreError(`memcached protocol error: bad VALUE line ${JSON.stringify(l.line.slice(0, 80))}`);
+      const field = parts[3] ?? '';
+      // Digits only: Number() would also take '', '0x10' or '1e3'.
+      if (parts.length < 4 || !/^\d{1,10}$/.test(field)) throw protocolError('bad VALUE line', l.line);
+      const bytes = Number(field);
+      if (bytes > MAX_VALUE_BYTES) throw protocolError(`value over ${MAX_VALUE_BYTES} bytes in`, l.line);
       if (buf.length < l.end + bytes + 2) return -1;
+      // A data block not ending in CRLF means the stream is out of step with the requests.
+      if (buf[l.end + bytes] !== 0x0d || buf[l.end + bytes + 1] !== 0x0a) throw protocolError('value block without CRLF after', l.line);
       values.set(parts[1] ?? '', parseCounter(buf.toString('latin1', l.end, l.end + bytes)));
       pos = l.end + bytes + 2;
     }

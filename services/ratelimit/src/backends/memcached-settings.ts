@@ -5,11 +5,32 @@
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import { def } from '../settings/schema.js';
-import { parseBool, parseDurationMs, parseInteger, parseList } from '../settings/parse.js';
+import { nonNegativeDurationMs, parseBool, parseDurationMs, parseGoInt, parseList } from '../settings/parse.js';
+import type { ParseContext } from '../settings/schema.js';
 import { isSrvName } from './srv.js';
 
 const str = (raw: string): string => raw.trim();
 const bool = (raw: string): boolean => (raw === '' ? false : parseBool(raw));
+
+/** Connections per node: each pipelines without bound, so more than 64 only costs sockets and memory on every node. */
+export const MAX_CONNS_PER_NODE = 64;
+
+/**
+ * MEMCACHE_MAX_IDLE_CONNS accepts any integer upstream (gomemcache takes 0 or less as its default,
+ * 2; upstream's own integration tests use 100). Clamped with a warning instead of refusing to start.
+ */
+function connsPerNode(raw: string, ctx: ParseContext): number {
+  const v = parseGoInt(raw);
+  if (v < 1n) {
+    ctx.clamp(2, '0 or less means the default, as upstream');
+    return 2;
+  }
+  if (v > BigInt(MAX_CONNS_PER_NODE)) {
+    ctx.clamp(MAX_CONNS_PER_NODE, `more than ${MAX_CONNS_PER_NODE} connections per node are not opened`);
+    return MAX_CONNS_PER_NODE;
+  }
+  return Number(v);
+}
 
 export const MCSTORE_SETTING_DEFS = {
   mcstoreHostPort: def({
@@ -20,9 +41,9 @@ export const MCSTORE_SETTING_DEFS = {
     parse: (raw) => parseList(raw),
   }),
   mcstoreSrv: def({ name: 'MCSTORE_SRV', aliases: ['MEMCACHE_SRV'], default: '', meaning: 'SRV record `_service._proto.name` listing the memcached nodes (exclusive with MCSTORE_HOST_PORT); targets are used sorted as `host:port`.', parse: str }),
-  mcstoreSrvRefreshMs: def({ name: 'MCSTORE_SRV_REFRESH', aliases: ['MEMCACHE_SRV_REFRESH'], default: '0', meaning: 'How often the SRV record is looked up again (duration); 0 = only at start-up. A failed lookup keeps the nodes in use.', parse: (raw) => parseDurationMs(raw) }),
+  mcstoreSrvRefreshMs: def({ name: 'MCSTORE_SRV_REFRESH', aliases: ['MEMCACHE_SRV_REFRESH'], default: '0', meaning: 'How often the SRV record is looked up again (duration); 0 (or negative, with a warning) = only at start-up. A failed lookup keeps the nodes in use.', parse: nonNegativeDurationMs }),
   mcstoreSrvDnsServer: def({ name: 'MCSTORE_SRV_DNS_SERVER', default: '', meaning: 'DNS server (`ip` or `ip:port`) asked for MCSTORE_SRV; empty = the system resolvers (/etc/resolv.conf).', parse: str }),
-  mcstoreMaxIdleConns: def({ name: 'MCSTORE_MAX_IDLE_CONNS', aliases: ['MEMCACHE_MAX_IDLE_CONNS'], default: '2', meaning: 'Connections kept open per memcached node; each pipelines any number of requests, a key always uses the same one.', parse: (raw) => parseInteger(raw, 1, 64) }),
+  mcstoreMaxIdleConns: def({ name: 'MCSTORE_MAX_IDLE_CONNS', aliases: ['MEMCACHE_MAX_IDLE_CONNS'], default: '2', meaning: 'Connections kept open per memcached node, 1–64; each pipelines any number of requests, a key always uses the same one. Larger values use 64 and 0 or less the default 2, each with a warning.', parse: connsPerNode }),
   mcstoreTimeoutMs: def({
     name: 'MCSTORE_TIMEOUT',
     default: '500ms',

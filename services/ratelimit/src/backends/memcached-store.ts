@@ -14,6 +14,10 @@
 // or slow makes its keys count from 0 (logged, `ratelimit.memcache.multiget{code=error}`). Neither
 // fails the request, the connection or the process.
 //
+// Counters saturate (counter-store.ts): a stored value at or past 2^53, or one that is not a
+// number, reads as SATURATED_COUNT and is not incremented any more, so it stays over every limit
+// until it expires and memcached's incr never wraps at 2^64.
+//
 // Expirations over 30 days are sent as absolute Unix times (memcached's rule), so month and year
 // counters persist — upstream sends them relative and loses them. `close()` waits for pending
 // writes (bounded by the timeout) so a graceful stop loses no hits.
@@ -21,7 +25,7 @@ import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import { mathRandom, type Clock, type RandomSource } from '../clock.js';
 import { StoreError } from '../errors.js';
 import type { Counter, StatsStore } from '../stats/stats-store.js';
-import type { CounterOp, CounterStore } from './counter-store.js';
+import { saturate, SATURATED_COUNT, type CounterOp, type CounterStore } from './counter-store.js';
 import { McConnection, type McConnectionEvents } from './memcached-connection.js';
 import { encodeAdd, encodeGet, encodeIncr, expirationField, GetReply, invalidKeyReason, LineReply } from './memcached-protocol.js';
 import { HashRing, keyHash } from './memcached-ring.js';
@@ -189,14 +193,16 @@ export class MemcachedStore implements CounterStore {
     const out = new Array<number>(ops.length);
     for (let i = 0; i < ops.length; i++) {
       const op = ops[i] as CounterOp;
-      const v = (running.get(op.key) ?? (plans.get(op.key) as KeyPlan).before) + op.addend;
+      const v = saturate((running.get(op.key) ?? (plans.get(op.key) as KeyPlan).before) + op.addend);
       running.set(op.key, v);
       out[i] = v;
     }
     // Queued before the caller continues, so its next call reads after these writes.
     const now = this.clock.now();
     for (const [key, p] of plans) {
-      if (p.conn !== undefined && p.addend > 0) this.write(p.conn, key, p.addend, expirationField(p.expireSeconds, now), p.found);
+      // A saturated counter is not written again: it stays over every limit, and memcached's
+      // 64-bit incr can never wrap it back to a small value (nor fail on an unreadable one).
+      if (p.conn !== undefined && p.addend > 0 && p.before < SATURATED_COUNT) this.write(p.conn, key, p.addend, expirationField(p.expireSeconds, now), p.found);
     }
     return out;
   }

@@ -15,7 +15,7 @@
 import type { Clock } from '../clock.js';
 import { StoreError } from '../errors.js';
 import type { Counter, Gauge, StatsStore } from '../stats/stats-store.js';
-import type { CounterOp, CounterStore } from './counter-store.js';
+import { saturate, type CounterOp, type CounterStore } from './counter-store.js';
 
 export interface MemoryStoreOptions {
   clock: Clock;
@@ -137,8 +137,9 @@ export class MemoryStore implements CounterStore {
     } else if (e.expiresAt <= now) {
       e.value = 0;
     }
-    e.value += addend;
-    const value = e.value;
+    // Saturate like every store (counter-store.ts): past 2^53 a double would round increments away.
+    const value = saturate(e.value + addend);
+    e.value = value;
     if (expireSeconds <= 0) {
       this.entries.delete(key);
       return value;

@@ -2,7 +2,7 @@
 // their replies into results. Commands are built as strings: the connection joins a turn's
 // commands and writes them once, so a per-command Buffer would only add copies.
 import { StoreError } from '../errors.js';
-import type { CounterOp } from './counter-store.js';
+import { saturate, SATURATED_COUNT, type CounterOp } from './counter-store.js';
 import type { ReplyHandler } from './resp-connection.js';
 import { RespErrorReply, type RespReply } from './resp-parser.js';
 
@@ -26,6 +26,15 @@ export function encodeIncrements(ops: readonly CounterOp[]): string {
       `*3\r\n$6\r\nEXPIRE\r\n${keyHeader}$${ttl.length}\r\n${ttl}\r\n`;
   }
   return s;
+}
+
+/**
+ * INCRBY's reply when the counter would pass 2^63-1. The counter is then as high as Redis counts:
+ * it answers saturated (over every limit) instead of failing the request, and stays there until
+ * its EXPIRE (sent next, still applied) lets it go.
+ */
+export function isIncrOverflow(reply: RespReply): boolean {
+  return reply instanceof RespErrorReply && reply.message.includes('increment or decrement would overflow');
 }
 
 function describe(reply: RespReply): string {
@@ -52,7 +61,10 @@ export class IncrementReplies implements ReplyHandler {
   accept(reply: RespReply): boolean {
     const i = this.got++;
     if (typeof reply === 'number') {
-      if ((i & 1) === 0) this.values[i >> 1] = reply;
+      // Past 2^53 the parsed integer is no longer exact; any such count is saturated.
+      if ((i & 1) === 0) this.values[i >> 1] = reply < SATURATED_COUNT ? reply : SATURATED_COUNT;
+    } else if ((i & 1) === 0 && isIncrOverflow(reply)) {
+      this.values[i >> 1] = SATURATED_COUNT;
     } else if (this.error === undefined) {
       this.error = describe(reply);
     }
@@ -71,7 +83,7 @@ function toCount(v: RespReply): number {
   if (v === null) return 0;
   if (typeof v === 'string') {
     const n = Number(v);
-    if (Number.isInteger(n)) return n;
+    if (Number.isInteger(n)) return saturate(n);
   }
   throw new StoreError(`redis error: ${describe(v)} is not a counter`);
 }

@@ -5,16 +5,30 @@
 // SIGINT or SIGHUP forwards SIGTERM to every worker (each drains like a single process does),
 // waits for them, pushes the last statistics and exits 0 (1 if a worker failed or the bound hit).
 // It serves no requests itself; each worker answers health for itself, truthfully.
+//
+// The primary also owns what must exist once for the service: the rule source (primary-rules.ts:
+// one file watcher or one xDS stream; each good load goes to every worker as a snapshot, and a
+// worker started later asks for the current one before it listens), the statistics totals (a
+// worker's debug /stats asks for them), and GRPC_UDS's socket file (a stale one is cleared here
+// before any worker listens; node:cluster then binds the path once, in this process, and the
+// workers share that handle — a worker probing the path itself would find its sibling listening).
 import cluster, { type Worker } from 'node:cluster';
+import { lstatSync, unlinkSync } from 'node:fs';
 import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../logger.js';
+import { removeStaleSocket } from '../server/listen-support.js';
+import type { Settings } from '../settings.js';
 import { startStatsSinks, type StatsSinksOptions } from '../stats/stats-sinks.js';
 import { StatsStore } from '../stats/stats-store.js';
-import { isStatsBatch, StatsAggregator } from './stats-relay.js';
+import { PRIMARY_OWNED_STATS, startPrimaryRuleSource } from './primary-rules.js';
+import { isRulesRequest, type RulesMessage } from './rules-channel.js';
+import { isStatsBatch, isStatsTotalsQuery, StatsAggregator, statsTotalsOf } from './stats-relay.js';
 
 export interface PrimaryOptions {
   workers: number;
+  /** The rule source and GRPC_UDS settings (the primary owns both). */
+  settings: Settings;
   logger: Logger;
   statsSinks: StatsSinksOptions;
   /** How long workers get to stop after the signal before they are killed. */
@@ -47,8 +61,29 @@ export async function runPrimary(o: PrimaryOptions): Promise<void> {
   cluster.schedulingPolicy = cluster.SCHED_RR;
 
   const stats = new StatsStore();
-  const aggregator = new StatsAggregator(stats);
+  const aggregator = new StatsAggregator(stats, PRIMARY_OWNED_STATS);
+  const udsPath = o.settings.grpcUds;
+  if (udsPath !== '') {
+    try {
+      await removeStaleSocket(udsPath);
+    } catch (err) {
+      logger.fatal({ err: err instanceof Error ? err.message : String(err) }, 'cannot start listeners');
+      process.exit(1);
+    }
+  }
   const sinks = await startStatsSinks(o.statsSinks, { store: stats, logger });
+  const rules = startPrimaryRuleSource(o.settings, { stats, logger });
+  const rulesMessage = (): RulesMessage => {
+    const { seq, snapshot } = rules.current();
+    return { t: 'rls-rules', seq, snapshot: snapshot ?? null };
+  };
+  rules.onChange(() => {
+    const msg = rulesMessage();
+    // A worker still starting may miss this; it asks for the current rules itself.
+    for (const w of Object.values(cluster.workers ?? {})) {
+      if (w !== undefined) sendTo(w, msg);
+    }
+  });
 
   const readyIds = new Set<number>();
   let announced = false;
@@ -62,9 +97,18 @@ export async function runPrimary(o: PrimaryOptions): Promise<void> {
       aggregator.apply(worker.id, msg);
       return;
     }
+    if (isStatsTotalsQuery(msg)) {
+      sendTo(worker, statsTotalsOf(stats, msg.id));
+      return;
+    }
+    if (isRulesRequest(msg)) {
+      sendTo(worker, rulesMessage());
+      return;
+    }
     if (typeof msg === 'object' && msg !== null && (msg as { t?: unknown }).t === 'rls-ready') {
       readyIds.add(worker.id);
       respawnDelay = RESPAWN_MIN_MS;
+      if (announced) logger.info({ worker: worker.id, pid: worker.process.pid }, 'replacement worker listening');
       if (!announced && readyIds.size >= o.workers) {
         announced = true;
         logger.info({ workers: o.workers, pids: Object.values(cluster.workers ?? {}).map((w) => w?.process.pid) }, 'all workers listening');
@@ -98,6 +142,7 @@ export async function runPrimary(o: PrimaryOptions): Promise<void> {
   const stop = (reason: string): void => {
     if (stopping) return;
     stopping = true;
+    rules.stop();
     logger.warn({ signal: reason, workers: Object.keys(cluster.workers ?? {}).length }, 'shutting down workers');
     const allGone = new Promise<void>((resolve) => {
       exited = resolve;
@@ -112,12 +157,34 @@ export async function runPrimary(o: PrimaryOptions): Promise<void> {
     void allGone
       .then(async () => {
         clearTimeout(bound);
+        if (udsPath !== '') removeOwnSocket(udsPath);
         await sinks.stop();
       })
       .finally(() => process.exit(failed ? 1 : 0));
   };
   for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, () => stop(sig));
 
+  // xDS without FORCE_START_WITHOUT_INITIAL_CONFIG: no worker (so no listener) before the first configuration.
+  await rules.startable;
+  if (stopping) return;
   logger.info({ workers: o.workers }, 'starting worker processes');
   for (let i = 0; i < o.workers; i++) fork();
+}
+
+/**
+ * A message to one worker. One that is exiting may not get it: the callback takes the error (an
+ * unhandled 'error' event would end the primary), and a replacement asks for the rules itself.
+ */
+function sendTo(worker: Worker, msg: object): void {
+  if (!worker.isConnected()) return;
+  worker.send(msg, undefined, {}, () => undefined);
+}
+
+/** After the last worker stopped nothing listens on the path any more: a socket left there is ours. */
+function removeOwnSocket(path: string): void {
+  try {
+    if (lstatSync(path).isSocket()) unlinkSync(path);
+  } catch {
+    // already gone (libuv unlinks a pipe it bound when the handle closes)
+  }
 }

@@ -84,11 +84,22 @@ export class StatsAggregator {
   /** Gauge → worker id → that worker's value; the aggregate gauge holds the sum. */
   private readonly gaugeParts = new Map<Gauge, Map<number, number>>();
 
-  constructor(private readonly store: StatsStore) {}
+  /**
+   * `primaryOwned`: stat names the primary counts itself (the rule loads: it owns the rule source,
+   * so a load counts once, not once per worker); the workers' own values of them are ignored.
+   */
+  constructor(
+    private readonly store: StatsStore,
+    private readonly primaryOwned: ReadonlySet<string> = new Set(),
+  ) {}
 
   apply(workerId: number, batch: StatsBatch): void {
-    for (const [name, tags, delta] of batch.c) this.store.counter(name, tags === 0 ? undefined : tags).add(delta);
+    const owned = this.primaryOwned;
+    for (const [name, tags, delta] of batch.c) {
+      if (!owned.has(name)) this.store.counter(name, tags === 0 ? undefined : tags).add(delta);
+    }
     for (const [name, tags, value] of batch.g) {
+      if (owned.has(name)) continue;
       const g = this.store.gauge(name, tags === 0 ? undefined : tags);
       let parts = this.gaugeParts.get(g);
       if (parts === undefined) {
@@ -116,4 +127,53 @@ function sum(parts: Map<number, number>): number {
   let s = 0;
   for (const v of parts.values()) s += v;
   return s;
+}
+
+/**
+ * The totals for a debug `/stats` request in worker mode: a worker asks (`rls-stats-get`), the
+ * primary answers with its aggregate registry as values (`rls-stats-totals`).
+ */
+export interface StatsTotalsQuery {
+  t: 'rls-stats-get';
+  id: number;
+}
+export interface StatsTotals {
+  t: 'rls-stats-totals';
+  id: number;
+  /** Counters: name, tags, total. */
+  c: [string, WireTags, number][];
+  /** Gauges: name, tags, value. */
+  g: [string, WireTags, number][];
+  /** Timers: name, tags, observation count, sum in ms. */
+  h: [string, WireTags, number, number][];
+}
+
+export function isStatsTotalsQuery(msg: unknown): msg is StatsTotalsQuery {
+  return typeof msg === 'object' && msg !== null && (msg as { t?: unknown }).t === 'rls-stats-get' && typeof (msg as { id?: unknown }).id === 'number';
+}
+
+export function isStatsTotals(msg: unknown): msg is StatsTotals {
+  return typeof msg === 'object' && msg !== null && (msg as { t?: unknown }).t === 'rls-stats-totals' && typeof (msg as { id?: unknown }).id === 'number';
+}
+
+/** Primary side: the aggregate registry's current values. */
+export function statsTotalsOf(store: StatsStore, id: number): StatsTotals {
+  const out: StatsTotals = { t: 'rls-stats-totals', id, c: [], g: [], h: [] };
+  for (const c of store.allCounters()) out.c.push([c.name, wireTags(c.tags), c.total]);
+  for (const g of store.allGauges()) out.g.push([g.name, wireTags(g.tags), g.current]);
+  for (const t of store.allTimers()) out.h.push([t.name, wireTags(t.tags), t.count, t.sumMs]);
+  return out;
+}
+
+/** Worker side: a read-only registry holding the totals, for the debug server to render as usual. */
+export function storeOfTotals(totals: StatsTotals, into: StatsStore): StatsStore {
+  for (const [name, tags, total] of totals.c) into.counter(name, tags === 0 ? undefined : tags).add(total);
+  for (const [name, tags, value] of totals.g) into.gauge(name, tags === 0 ? undefined : tags).set(value);
+  for (const [name, tags, count, sumMs] of totals.h) {
+    const t = into.timer(name, tags === 0 ? undefined : tags);
+    // Set, not recorded: no observation happens here, only the primary's sums are shown.
+    t.count = count;
+    t.sumMs = sumMs;
+  }
+  return into;
 }

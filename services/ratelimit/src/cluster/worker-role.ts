@@ -1,14 +1,30 @@
-// The worker side of worker mode: statistics go to the primary through the relay, the primary
-// learns when this worker listens, and a worker whose primary is gone stops itself.
+// The worker side of worker mode: statistics go to the primary through the relay, the rules come
+// from the primary (it owns the rule source and sends every good load as a snapshot), the debug
+// server's /stats asks the primary for the service totals, the primary learns when this worker
+// listens, and a worker whose primary is gone stops itself.
 import cluster from 'node:cluster';
 import type { Logger } from '../logger.js';
+import { isRuleSnapshot, type RuleSnapshot } from '../provider/rule-snapshot.js';
 import { StatsStore } from '../stats/stats-store.js';
-import { WorkerStatsRelay, type StatsBatch } from './stats-relay.js';
+import { isRulesMessage, RULES_GET, type RulesMessage } from './rules-channel.js';
+import { isStatsTotals, storeOfTotals, WorkerStatsRelay, type StatsBatch, type StatsTotals, type StatsTotalsQuery } from './stats-relay.js';
+
+/** How long /stats waits for the primary's totals before answering with an error. */
+export const STATS_TOTALS_TIMEOUT_MS = 5_000;
 
 export interface WorkerRole {
   readonly id: number;
   /** The worker's own registry (the app counts into it; the relay forwards it). */
   readonly stats: StatsStore;
+  /**
+   * Resolves with the primary's current rules (undefined: no load has succeeded yet) once they
+   * arrived; rejects when the primary is gone first. The worker opens no listener before.
+   */
+  readonly firstRules: Promise<void>;
+  /** Calls `fn` with the current snapshot at once (when one arrived) and with every newer one. */
+  onRules(fn: (snapshot: RuleSnapshot | undefined) => void): void;
+  /** The service-wide statistics: this worker's changes are sent first, then the primary's totals are read. */
+  statsTotals(): Promise<StatsStore>;
   /** Tells the primary the listeners are open. */
   ready(): void;
   /** Calls `fn` once when the IPC channel to the primary closes (the primary died). */
@@ -30,13 +46,79 @@ export function startWorkerRole(logger: Logger): WorkerRole {
   const relay = new WorkerStatsRelay(stats, (batch: StatsBatch, done) => send(batch, done));
   relay.start();
   let stopped = false;
+
+  // Rules: the latest snapshot by sequence number (a broadcast and the answer to our request may
+  // both arrive; an older one never replaces a newer one).
+  let rulesSeq = -1;
+  let rules: RuleSnapshot | undefined;
+  const rulesListeners: ((snapshot: RuleSnapshot | undefined) => void)[] = [];
+  let gotRules: () => void = () => undefined;
+  let noPrimary: (err: Error) => void = () => undefined;
+  const firstRules = new Promise<void>((resolve, reject) => {
+    gotRules = resolve;
+    noPrimary = reject;
+  });
+  // Nobody may be awaiting yet; the rejection is still observed by whoever awaits later.
+  firstRules.catch(() => undefined);
+
+  const totalsWaiting = new Map<number, { resolve: (t: StatsTotals) => void; timer: NodeJS.Timeout }>();
+  let totalsSeq = 0;
+
+  process.on('message', (msg: unknown) => {
+    if (isRulesMessage(msg)) {
+      onRulesMessage(msg);
+      return;
+    }
+    if (isStatsTotals(msg)) {
+      const w = totalsWaiting.get(msg.id);
+      if (w === undefined) return;
+      totalsWaiting.delete(msg.id);
+      clearTimeout(w.timer);
+      w.resolve(msg);
+    }
+  });
+  const onRulesMessage = (msg: RulesMessage): void => {
+    if (msg.seq <= rulesSeq) return;
+    if (msg.snapshot !== null && !isRuleSnapshot(msg.snapshot)) {
+      logger.error({ seq: msg.seq }, 'malformed rule snapshot from the primary; previous rules kept');
+      return;
+    }
+    rulesSeq = msg.seq;
+    rules = msg.snapshot ?? undefined;
+    for (const l of rulesListeners) l(rules);
+    gotRules();
+  };
+  process.once('disconnect', () => noPrimary(new Error('the primary process is gone')));
+  send({ t: RULES_GET }, () => undefined);
+
   return {
     id,
     stats,
+    firstRules,
+    onRules: (fn) => {
+      rulesListeners.push(fn);
+      if (rulesSeq >= 0) fn(rules);
+    },
+    statsTotals: async () => {
+      await relay.flush();
+      const queryId = ++totalsSeq;
+      const totals = await new Promise<StatsTotals>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          totalsWaiting.delete(queryId);
+          reject(new Error(`no statistics totals from the primary process within ${STATS_TOTALS_TIMEOUT_MS} ms`));
+        }, STATS_TOTALS_TIMEOUT_MS);
+        timer.unref();
+        totalsWaiting.set(queryId, { resolve, timer });
+        const query: StatsTotalsQuery = { t: 'rls-stats-get', id: queryId };
+        send(query, () => undefined);
+      });
+      return storeOfTotals(totals, new StatsStore());
+    },
     ready: () => send({ t: 'rls-ready' }, () => undefined),
-    onPrimaryGone: (fn) => process.once('disconnect', () => {
-      if (!stopped) fn();
-    }),
+    onPrimaryGone: (fn) =>
+      process.once('disconnect', () => {
+        if (!stopped) fn();
+      }),
     stop: async () => {
       if (stopped) return;
       stopped = true;

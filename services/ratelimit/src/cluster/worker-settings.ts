@@ -9,7 +9,7 @@ export const WORKER_SETTING_DEFS = {
     name: 'WORKERS',
     default: 'auto',
     meaning:
-      'Worker processes sharing the gRPC, HTTP and debug listeners (a primary process forks them, forwards signals and aggregates their statistics). `auto` = one per available core; `1` = a single process, no primary. BACKEND_TYPE=memory always runs one process.',
+      'Worker processes sharing the gRPC, HTTP and debug listeners (a primary process forks them, forwards signals, aggregates their statistics and runs the rule source once for all of them). `auto` = one per available core; `1` = a single process, no primary. BACKEND_TYPE=memory always runs one process.',
     parse: (raw): number | 'auto' => {
       const v = raw.trim().toLowerCase();
       if (v === '' || v === 'auto') return 'auto';

@@ -5,7 +5,7 @@ import { ConfigError } from '../errors.js';
 import { unitDivider } from '../limiter/window.js';
 import { StatsStore, type Counter } from '../stats/stats-store.js';
 import { decodeRuleDocument, RuleFileError, type DescriptorSpec, type DomainSpec } from './rule-file.js';
-import { createRuleStats, RATE_LIMIT_STATS_PREFIX, sanitizeStatsKey, type RuleStats } from './rule-stats.js';
+import { RuleStatsCache, type RuleStats } from './rule-stats.js';
 import { DomainNode, NO_REPLACES, RateLimitRule, RuleNode, type Limit, type LimitMatch } from './rule-tree.js';
 import { parseUnitName, unitName } from './units.js';
 import { compileWildcard, hasWildcard } from './wildcard.js';
@@ -46,16 +46,9 @@ const VALUELESS = 2;
 type MatchKind = typeof EXACT | typeof WILDCARD | typeof VALUELESS;
 
 export class RuleSet {
-  private readonly statsCache = new Map<string, RuleStats>();
-  private readonly notFound = new Map<string, Counter>();
-  private readonly statsFor = (key: string): RuleStats => {
-    let s = this.statsCache.get(key);
-    if (s === undefined) {
-      s = createRuleStats(this.stats, key);
-      this.statsCache.set(key, s);
-    }
-    return s;
-  };
+  private statsCache: RuleStatsCache | undefined;
+  /** `group`: the rule path (or domain) a per-value key belongs to, for the series cap (rule-stats.ts). */
+  private readonly statsFor = (key: string, group?: string): RuleStats => (this.statsCache ??= new RuleStatsCache(this.stats)).get(key, group);
 
   /** @internal use loadRuleSet */
   constructor(
@@ -64,7 +57,7 @@ export class RuleSet {
   ) {}
 
   /** @internal the builder needs the cached stats factory for the rules it creates */
-  get statsFactory(): (key: string) => RuleStats {
+  get statsFactory(): (key: string, group?: string) => RuleStats {
     return this.statsFor;
   }
 
@@ -190,16 +183,12 @@ export class RuleSet {
       isOverride: true,
       currentLimit: { requestsPerUnit: o.requestsPerUnit, unit: o.unit, name: '' },
     };
-    return { limit, stats: this.statsFor(key), sharePatterns: undefined };
+    return { limit, stats: this.statsFor(key, root.domain), sharePatterns: undefined };
   }
 
   private domainNotFound(domain: string): Counter {
-    let c = this.notFound.get(domain);
-    if (c === undefined) {
-      c = this.stats.counter(RATE_LIMIT_STATS_PREFIX + sanitizeStatsKey(domain) + '.domain_not_found');
-      this.notFound.set(domain, c);
-    }
-    return c;
+    // Capped per the series limit: the domain comes from the request (rule-stats.ts).
+    return (this.statsCache ??= new RuleStatsCache(this.stats)).domainNotFound(domain);
   }
 
   /**
@@ -330,7 +319,7 @@ function addDescriptors(
   specs: readonly DescriptorSpec[],
   parentPath: string,
   fail: (message: string) => never,
-  statsFor: (key: string) => RuleStats,
+  statsFor: (key: string, group?: string) => RuleStats,
 ): void {
   specs.forEach((d, index) => {
     // Decoded sources (xDS) have no lines: line 0 leaves the position out.

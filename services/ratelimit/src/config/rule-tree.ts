@@ -57,7 +57,7 @@ export class RateLimitRule implements Limit {
     readonly replaces: readonly string[],
     readonly metadata: { readonly [k: string]: JsonValue } | undefined,
     readonly fullKey: string,
-    private readonly statsFor: (key: string) => RuleStats,
+    private readonly statsFor: (key: string, group?: string) => RuleStats,
   ) {
     this.windowSeconds = unlimited ? 0 : unitDivider(unit);
     this.currentLimit = Object.freeze({ requestsPerUnit, unit, name });
@@ -71,7 +71,8 @@ export class RateLimitRule implements Limit {
 
   matchWith(statsKey: string, sharePatterns: readonly (string | undefined)[] | undefined): LimitMatch {
     if (statsKey === this.fullKey && sharePatterns === undefined) return this.staticMatch;
-    return { limit: this, stats: this.statsFor(statsKey), sharePatterns };
+    // Per-value keys are capped per rule (the rule's path is their group).
+    return { limit: this, stats: this.statsFor(statsKey, this.fullKey), sharePatterns };
   }
 }
 

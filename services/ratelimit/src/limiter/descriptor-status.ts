@@ -3,6 +3,7 @@
 import { Code, type DescriptorStatus } from '../domain.js';
 import type { RuleStats } from '../config/rule-stats.js';
 import type { Limit } from '../config/rule-tree.js';
+import { SATURATED_COUNT } from '../backends/counter-store.js';
 
 /** floor(float32(L) * float32(ratio)), the float32 product upstream computes. */
 export function nearLimitThreshold(requestsPerUnit: number, ratio: number): number {
@@ -28,7 +29,8 @@ export function localCacheStatus(limit: Limit, stats: RuleStats, addend: number,
 }
 
 /**
- * Status for a descriptor whose counter is `after` once this request's nominal `addend` counted.
+ * Status for a descriptor whose counter is `after` once this request's nominal `addend` counted
+ * (SATURATED_COUNT or more: over the limit, whatever the limit).
  * The caller remembers the key locally when the returned status went over the limit
  * (`isOverLimit(after, limit)`).
  */
@@ -42,16 +44,18 @@ export function counterStatus(
 ): DescriptorStatus {
   const L = limit.requestsPerUnit;
   const N = nearLimitThreshold(L, nearLimitRatio);
+  // A saturated counter (backends/counter-store.ts) is over every limit, and so was it before.
+  const saturated = after >= SATURATED_COUNT;
   const before = after - addend;
-  if (after > L) {
-    if (before >= L) {
+  if (after > L || saturated) {
+    if (saturated || before >= L) {
       stats.overLimit.add(addend);
     } else {
       // The request straddles the limit: the part above it is over, the part below is near.
       stats.overLimit.add(after - L);
       stats.nearLimit.add(L - Math.max(N, before));
     }
-    if (limit.shadowMode) stats.shadowMode.add(before >= L ? addend : after - L);
+    if (limit.shadowMode) stats.shadowMode.add(saturated || before >= L ? addend : after - L);
     return {
       code: limit.shadowMode ? Code.OK : Code.OVER_LIMIT,
       currentLimit: limit.currentLimit,

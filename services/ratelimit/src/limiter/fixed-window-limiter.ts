@@ -1,7 +1,7 @@
 // The per-request counting decisions around one store round trip (reference §3.11-§3.13): which
 // keys to send, by how much, and what the returned counts mean. No I/O here: the service runs
 // the store calls between `plan`, `incrementOps` and `statuses`.
-import type { CounterOp } from '../backends/counter-store.js';
+import { SATURATED_COUNT, type CounterOp } from '../backends/counter-store.js';
 import type { RandomSource } from '../clock.js';
 import type { LimitMatch } from '../config/rule-tree.js';
 import { Code, type DescriptorEntry, type DescriptorStatus } from '../domain.js';
@@ -81,7 +81,10 @@ export class FixedWindowLimiter {
     const stop = this.options.stopCacheKeyIncrementWhenOverlimit;
     let wouldExceed: boolean[] | undefined;
     if (stop && !plan.anyLocal && current !== undefined) {
-      wouldExceed = plan.storeIndexes.map((i, j) => (current[j] ?? 0) + plan.addends[i]! > plan.matches[i]!.limit.requestsPerUnit);
+      wouldExceed = plan.storeIndexes.map((i, j) => {
+        const c = current[j] ?? 0;
+        return c >= SATURATED_COUNT || c + plan.addends[i]! > plan.matches[i]!.limit.requestsPerUnit;
+      });
       if (!wouldExceed.includes(true)) wouldExceed = undefined;
     }
     return plan.storeIndexes.map((i, j) => {
@@ -117,7 +120,7 @@ export class FixedWindowLimiter {
       }
       const count = after[j++] ?? 0;
       const status = counterStatus(m.limit, m.stats, plan.addends[i]!, count, this.options.nearLimitRatio, reset);
-      if (count > m.limit.requestsPerUnit) this.localCache?.add(plan.keys[i]!, divider);
+      if (count > m.limit.requestsPerUnit || count >= SATURATED_COUNT) this.localCache?.add(plan.keys[i]!, divider);
       out[i] = status;
     }
     return out;

@@ -65,7 +65,8 @@ export interface FileProviderDeps {
   readonly timers?: ProviderTimers;
 }
 
-export type LoadOutcome = { ok: true; rules: RuleSet } | { ok: false; error: Error; file: string | undefined };
+/** `sources` are the files read, as loaded: what worker mode ships to the workers (rule-snapshot.ts). */
+export type LoadOutcome = { ok: true; rules: RuleSet; sources: readonly RuleSource[] } | { ok: false; error: Error; file: string | undefined };
 
 export class FileRuleProvider {
   /** The directory whose files are rule files. */
@@ -119,7 +120,7 @@ export class FileRuleProvider {
       sink.setRuleSet(rules);
       this.logRules(rules, first);
       logger.info({ directory: this.directory, files: sources.length, domains: rules.domainCount }, first ? 'rate limit configuration loaded' : 'rate limit configuration reloaded');
-      outcome = { ok: true, rules };
+      outcome = { ok: true, rules, sources };
     } catch (err) {
       sink.recordConfigError(err);
       const error = err instanceof Error ? err : new Error(String(err));

@@ -10,6 +10,7 @@ import { loadXdsRuleSet } from '../config/xds-rule-source.js';
 import type { Logger } from '../logger.js';
 import type { StatsStore } from '../stats/stats-store.js';
 import type { BackoffPolicy, Scheduler } from './xds-backoff.js';
+import type { RuleSnapshot } from './rule-snapshot.js';
 import { AdsClient, type XdsTlsOptions, type XdsUpdate } from './xds-client.js';
 
 /** The part of RateLimitService the provider drives. */
@@ -41,12 +42,15 @@ export interface XdsRuleProvider {
   stop(): void;
   /** Resolves at the first configuration event (a load that succeeded or failed validation). */
   readonly firstConfigEvent: Promise<void>;
+  /** Called after each update that was swapped in, with its resources as a snapshot (worker mode ships it). */
+  onSnapshot(listener: (snapshot: RuleSnapshot) => void): void;
 }
 
 export function createXdsRuleProvider(opts: XdsRuleProviderOptions): XdsRuleProvider {
   const logger = opts.logger;
   let markFirst: () => void = () => undefined;
   const firstConfigEvent = new Promise<void>((resolve) => (markFirst = resolve));
+  const snapshotListeners: ((snapshot: RuleSnapshot) => void)[] = [];
 
   const onUpdate = (update: XdsUpdate): string | undefined => {
     const resources: RateLimitConfigMsg[] = [];
@@ -69,6 +73,10 @@ export function createXdsRuleProvider(opts: XdsRuleProviderOptions): XdsRuleProv
         }
       }
       logger.info({ version: update.versionInfo, resources: resources.length, domains: rules.domainCount }, 'rate limit configuration loaded from xDS');
+      if (snapshotListeners.length > 0) {
+        const snapshot: RuleSnapshot = { kind: 'xds', version: update.versionInfo, resources: update.resources.map((r) => Buffer.from(r.value).toString('base64')) };
+        for (const l of snapshotListeners) l(snapshot);
+      }
       return undefined;
     } catch (err) {
       opts.sink.recordConfigError(err);
@@ -95,5 +103,5 @@ export function createXdsRuleProvider(opts: XdsRuleProviderOptions): XdsRuleProv
     scheduler: opts.scheduler,
     random: opts.random,
   });
-  return { client, start: () => client.start(), stop: () => client.stop(), firstConfigEvent };
+  return { client, start: () => client.start(), stop: () => client.stop(), firstConfigEvent, onSnapshot: (l) => void snapshotListeners.push(l) };
 }

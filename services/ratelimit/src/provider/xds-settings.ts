@@ -3,9 +3,10 @@
 // translation into the provider's options.
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { def } from '../settings/schema.js';
-import { parseBool, parseDurationMs, parseInteger, parseMap } from '../settings/parse.js';
+import { clampedFloat, clampedInt, parseBool, parseMap, positiveDurationMs } from '../settings/parse.js';
 import type { BackoffPolicy } from './xds-backoff.js';
 import type { XdsTlsOptions } from './xds-client.js';
+import type { XdsRuleProviderOptions } from './xds-rule-provider.js';
 
 const str = (raw: string): string => raw;
 const bool = (raw: string): boolean => (raw === '' ? false : parseBool(raw));
@@ -21,11 +22,6 @@ export function parseNodeMetadata(raw: string): Record<string, string> {
   return out;
 }
 
-const positiveDuration = (raw: string): number => {
-  const ms = parseDurationMs(raw);
-  if (ms <= 0) throw new Error('must be greater than zero');
-  return ms;
-};
 
 export const XDS_SETTING_DEFS = {
   forceStartWithoutInitialConfig: def({
@@ -42,7 +38,7 @@ export const XDS_SETTING_DEFS = {
     name: 'CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL',
     default: '3s',
     meaning: 'Bound on one connection attempt to the management server (duration): an attempt not connected by then counts as failed and the reconnect backoff applies.',
-    parse: positiveDuration,
+    parse: (raw, ctx) => positiveDurationMs(raw, ctx, 3000),
   }),
   xdsClientHeaders: def({ name: 'CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS', default: '', meaning: 'gRPC metadata sent on the xDS stream, `k1:v1,k2:v2` (e.g. authorization).', parse: parseMap }),
   xdsServerUseTls: def({ name: 'CONFIG_GRPC_XDS_SERVER_USE_TLS', default: 'false', meaning: 'Connect to the management server with TLS.', parse: bool }),
@@ -50,20 +46,17 @@ export const XDS_SETTING_DEFS = {
   xdsClientTlsKey: def({ name: 'CONFIG_GRPC_XDS_CLIENT_TLS_KEY', default: '', meaning: 'Client private key file (PEM) for TLS to the management server.', parse: str }),
   xdsServerTlsCacert: def({ name: 'CONFIG_GRPC_XDS_SERVER_TLS_CACERT', default: '', meaning: 'CA file (PEM) the management server certificate must chain to; the system roots when empty.', parse: str }),
   xdsServerTlsSan: def({ name: 'CONFIG_GRPC_XDS_SERVER_TLS_SAN', default: '', meaning: 'Name to verify in the management server certificate instead of the host of CONFIG_GRPC_XDS_SERVER_URL.', parse: str }),
-  xdsBackoffInitialMs: def({ name: 'XDS_CLIENT_BACKOFF_INITIAL_INTERVAL', default: '10s', meaning: 'First wait before reconnecting to the management server (duration).', parse: positiveDuration }),
-  xdsBackoffMaxMs: def({ name: 'XDS_CLIENT_BACKOFF_MAX_INTERVAL', default: '60s', meaning: 'Longest wait between reconnect attempts (duration).', parse: positiveDuration }),
+  xdsBackoffInitialMs: def({ name: 'XDS_CLIENT_BACKOFF_INITIAL_INTERVAL', default: '10s', meaning: 'First wait before reconnecting to the management server (duration; 0 or less: 10s with a warning, no busy reconnect loop).', parse: (raw, ctx) => positiveDurationMs(raw, ctx, 10_000) }),
+  xdsBackoffMaxMs: def({ name: 'XDS_CLIENT_BACKOFF_MAX_INTERVAL', default: '60s', meaning: 'Longest wait between reconnect attempts (duration; 0 or less: 60s with a warning).', parse: (raw, ctx) => positiveDurationMs(raw, ctx, 60_000) }),
   xdsBackoffRandomFactor: def({
     name: 'XDS_CLIENT_BACKOFF_RANDOM_FACTOR',
     default: '0.5',
     meaning: 'Growth of the reconnect wait: the wait is multiplied by this factor per failed attempt when it is greater than 1, otherwise by 2 (upstream treats 0.5 as the base and never grows).',
-    parse: (raw) => {
-      const s = raw.trim();
-      if (!/^(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(s)) throw new Error('expected a non-negative number');
-      return Number(s);
-    },
+    // Upstream takes any float; a negative or NaN factor means no growth, as does one below 1.
+    parse: (raw, ctx) => clampedFloat(raw, ctx, 0, 1_000, 0.5),
   }),
   xdsBackoffJitter: def({ name: 'XDS_CLIENT_BACKOFF_JITTER', default: 'true', meaning: 'Randomise each reconnect wait uniformly between the initial interval and its computed value.', parse: bool }),
-  xdsMaxMsgSizeBytes: def({ name: 'XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES', default: '0', meaning: 'Largest xDS response accepted, in bytes; 0 keeps the gRPC default (4 MiB).', parse: (raw) => parseInteger(raw, 0, 2_147_483_647) }),
+  xdsMaxMsgSizeBytes: def({ name: 'XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES', default: '0', meaning: 'Largest xDS response accepted, in bytes; 0 (or a negative value, with a warning) keeps the gRPC default (4 MiB).', parse: (raw, ctx) => clampedInt(raw, ctx, 0, 2_147_483_647) }),
 } as const;
 
 export interface XdsSettingsView {
@@ -106,6 +99,37 @@ export function checkXdsSettings(s: XdsSettingsView, fail: (message: string) => 
     const p = fileProblem(path);
     if (p !== undefined) fail(`${name}=${JSON.stringify(path)}: ${p}`);
   }
+}
+
+/** The settings the management-server connection is built from. */
+export interface XdsConnectionSettingsView extends XdsSettingsView {
+  readonly xdsServerUrl: string;
+  readonly xdsNodeId: string;
+  readonly xdsNodeMetadata: Readonly<Record<string, string>>;
+  readonly xdsClientHeaders: Readonly<Record<string, string>>;
+  readonly xdsMaxMsgSizeBytes: number;
+  readonly xdsConnectRetryIntervalMs: number;
+  readonly mergeDomainConfig: boolean;
+}
+
+type XdsConnectionOptions = Pick<
+  XdsRuleProviderOptions,
+  'serverUrl' | 'nodeId' | 'nodeMetadata' | 'headers' | 'tls' | 'maxReceiveBytes' | 'connectTimeoutMs' | 'backoff' | 'mergeDomainConfig'
+>;
+
+/** The xDS provider's connection options from the settings (TLS files read now). */
+export function xdsConnectionOptions(s: XdsConnectionSettingsView): XdsConnectionOptions {
+  return {
+    serverUrl: s.xdsServerUrl,
+    nodeId: s.xdsNodeId,
+    nodeMetadata: s.xdsNodeMetadata,
+    headers: s.xdsClientHeaders,
+    tls: xdsTlsOptions(s),
+    maxReceiveBytes: s.xdsMaxMsgSizeBytes,
+    connectTimeoutMs: s.xdsConnectRetryIntervalMs,
+    backoff: xdsBackoffPolicy(s),
+    mergeDomainConfig: s.mergeDomainConfig,
+  };
 }
 
 export function xdsBackoffPolicy(s: XdsSettingsView): BackoffPolicy {

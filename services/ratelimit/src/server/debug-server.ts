@@ -9,20 +9,30 @@
 // Both profiles load in Chrome DevTools (Performance / Memory tab, "Load profile").
 // Unknown paths answer 404 with the index as the body (upstream answers them 200 with the index;
 // a 404 tells scripts they asked for something that does not exist, the body still guides people).
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import { once } from 'node:events';
+import type http from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { RuleSet } from '../config/rule-set.js';
 import type { StatsStore } from '../stats/stats-store.js';
+import { ConnectionGuard, createBoundedHttpServer, DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './connection-guard.js';
 import { CpuProfiler, heapSnapshotStream } from './debug-profiler.js';
+import { LIMIT_SETTING_DEFS } from './limits-settings.js';
 import { silentLogger, type TransportLogger } from './transport-logger.js';
 
 export interface DebugServerOptions {
   /** The rule set currently in force (undefined before the first successful load). */
   rules: () => RuleSet | undefined;
   stats: StatsStore;
+  /** Worker mode: /stats shows these service-wide totals (from the primary) instead of `stats`, this process's own. */
+  statsTotals?: (() => Promise<StatsStore>) | undefined;
   logger?: TransportLogger | undefined;
   /** Upper bound of `?seconds=` for CPU profiles (default 120). */
   maxProfileSeconds?: number | undefined;
+  timeouts?: HttpTimeouts | undefined;
+  /** Most open connections (default DEBUG_MAX_CONNECTIONS' default; 0 = no limit). */
+  maxConnections?: number | undefined;
 }
 
 export interface DebugServer {
@@ -59,14 +69,100 @@ function statName(name: string, tags: Readonly<Record<string, string>>): string 
   return out;
 }
 
-/** `/stats` text: counters (totals), gauges (current values), timers (count and sum in ms). */
+/** The `/stats` lines, unsorted: counters (totals), gauges (current values), timers (count and sum in ms). */
+function* statsLines(stats: StatsStore): Generator<string> {
+  for (const c of stats.allCounters()) yield `${statName(c.name, c.tags)}: ${formatNumber(c.total)}`;
+  for (const g of stats.allGauges()) yield `${statName(g.name, g.tags)}: ${formatNumber(g.current)}`;
+  for (const t of stats.allTimers()) yield `${statName(t.name, t.tags)}: count=${t.count} sum_ms=${formatNumber(t.sumMs)}`;
+}
+
+/** `/stats` text in one string, sorted (tests and small registries; the endpoint streams). */
 export function statsText(stats: StatsStore): string {
-  const lines: string[] = [];
-  for (const c of stats.allCounters()) lines.push(`${statName(c.name, c.tags)}: ${formatNumber(c.total)}`);
-  for (const g of stats.allGauges()) lines.push(`${statName(g.name, g.tags)}: ${formatNumber(g.current)}`);
-  for (const t of stats.allTimers()) lines.push(`${statName(t.name, t.tags)}: count=${t.count} sum_ms=${formatNumber(t.sumMs)}`);
+  const lines = [...statsLines(stats)];
   lines.sort();
   return lines.length === 0 ? '' : lines.join('\n') + '\n';
+}
+
+/** Lines formatted, sorted or merged per turn of the event loop while /stats is produced. */
+const STATS_SLICE = 4096;
+
+/** Min-heap over the heads of sorted runs, for the k-way merge. */
+class RunHeap {
+  private readonly heap: { run: string[]; at: number }[] = [];
+  push(run: string[]): void {
+    if (run.length === 0) return;
+    this.heap.push({ run, at: 0 });
+    this.up(this.heap.length - 1);
+  }
+  get size(): number {
+    return this.heap.length;
+  }
+  /** Removes and returns the smallest head. */
+  pop(): string {
+    const top = this.heap[0]!;
+    const line = top.run[top.at++]!;
+    if (top.at === top.run.length) {
+      const last = this.heap.pop()!;
+      if (this.heap.length > 0) this.heap[0] = last;
+    }
+    if (this.heap.length > 0) this.down(0);
+    return line;
+  }
+  private head(i: number): string {
+    const h = this.heap[i]!;
+    return h.run[h.at]!;
+  }
+  private swap(i: number, j: number): void {
+    const t = this.heap[i]!;
+    this.heap[i] = this.heap[j]!;
+    this.heap[j] = t;
+  }
+  private up(i: number): void {
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (this.head(p) <= this.head(i)) return;
+      this.swap(i, p);
+      i = p;
+    }
+  }
+  private down(i: number): void {
+    const n = this.heap.length;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < n && this.head(l) < this.head(m)) m = l;
+      if (r < n && this.head(r) < this.head(m)) m = r;
+      if (m === i) return;
+      this.swap(i, m);
+      i = m;
+    }
+  }
+}
+
+/**
+ * The `/stats` text (same content and order as `statsText`) in chunks, yielding to the event
+ * loop between slices of STATS_SLICE lines: a sort of the whole registry in one go blocked the
+ * process for seconds with 400k series. Slices are sorted as they are formatted, then merged.
+ */
+export async function* statsTextChunks(stats: StatsStore): AsyncGenerator<string> {
+  const heap = new RunHeap();
+  let run: string[] = [];
+  for (const line of statsLines(stats)) {
+    run.push(line);
+    if (run.length === STATS_SLICE) {
+      heap.push(run.sort());
+      run = [];
+      await nextTurn();
+    }
+  }
+  heap.push(run.sort());
+  while (heap.size > 0) {
+    let chunk = '';
+    for (let i = 0; i < STATS_SLICE && heap.size > 0; i++) chunk += heap.pop() + '\n';
+    yield chunk;
+    await nextTurn();
+  }
 }
 
 function sendText(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
@@ -87,12 +183,20 @@ class DebugServerImpl {
   constructor(private readonly opts: DebugServerOptions) {
     this.logger = opts.logger ?? silentLogger;
     this.maxSeconds = opts.maxProfileSeconds ?? 120;
-    this.server = http.createServer((req, res) => {
+    this.server = createBoundedHttpServer(opts.timeouts ?? DEFAULT_HTTP_TIMEOUTS, (req, res) => {
+      guard.requestStarted(req, res);
       this.route(req, res).catch((err: unknown) => {
         this.logger.error({ err }, 'debug request failed');
         if (!res.headersSent) sendText(res, 500, `${err instanceof Error ? err.message : String(err)}\n`);
         else res.destroy();
       });
+    });
+    const guard = new ConnectionGuard(this.server, {
+      maxConnections: opts.maxConnections ?? Number(LIMIT_SETTING_DEFS.debugMaxConnections.default),
+      name: 'debug server',
+      setting: LIMIT_SETTING_DEFS.debugMaxConnections.name,
+      logger: this.logger,
+      headersTimeoutMs: (opts.timeouts ?? DEFAULT_HTTP_TIMEOUTS).headersTimeoutMs,
     });
   }
 
@@ -112,7 +216,7 @@ class DebugServerImpl {
         sendText(res, 200, this.opts.rules()?.dump() ?? '');
         return;
       case '/stats':
-        sendText(res, 200, statsText(this.opts.stats));
+        await this.stats(res);
         return;
       case '/debug/pprof':
         res.writeHead(301, { location: '/debug/pprof/', 'content-length': 0 });
@@ -156,6 +260,17 @@ class DebugServerImpl {
       'content-length': Buffer.byteLength(body),
     });
     res.end(body);
+  }
+
+  private async stats(res: ServerResponse): Promise<void> {
+    // Read before the head is sent, so a primary that does not answer gives a 500 with the reason.
+    const store = this.opts.statsTotals !== undefined ? await this.opts.statsTotals() : this.opts.stats;
+    res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
+    for await (const chunk of statsTextChunks(store)) {
+      if (res.destroyed) return;
+      if (!res.write(chunk)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+    }
+    res.end();
   }
 
   private heap(res: ServerResponse): void {

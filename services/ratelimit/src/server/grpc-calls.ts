@@ -15,8 +15,10 @@ import {
   HEALTH_CHECK_PATH,
   HEALTH_WATCH_PATH,
   isProtoDecodeError,
+  isRequestLimitError,
   ServingStatus,
   SHOULD_RATE_LIMIT_PATH,
+  type RequestLimits,
 } from '@rls/rls-proto';
 import type { RateLimitRequest, RateLimitResponse } from '../domain.js';
 import { isGrpcContentType, parseGrpcTimeout } from './grpc-protocol.js';
@@ -107,6 +109,8 @@ export interface GrpcDispatcherOptions {
   healthServiceName?: string | undefined;
   /** Encoded answers to repeat without decoding (the local over-limit cache's; see local-answer-memo.ts). */
   answerMemo?: AnswerMemo | undefined;
+  /** Descriptor/entry bounds enforced while decoding (limits-settings.ts; the decoder's defaults when absent). */
+  requestLimits?: RequestLimits | undefined;
 }
 
 /** Writes the gRPC length prefix (uncompressed) into the 5 bytes of headroom. */
@@ -132,9 +136,11 @@ export class GrpcDispatcher {
   private readonly onCall: ((method: string, ms: number) => void) | undefined;
   private readonly healthService: string;
   private readonly memo: AnswerMemo | undefined;
+  private readonly requestLimits: RequestLimits | undefined;
 
   constructor(opts: GrpcDispatcherOptions) {
     this.memo = opts.answerMemo;
+    this.requestLimits = opts.requestLimits;
     this.shouldRateLimit = opts.shouldRateLimit;
     this.health = opts.health;
     this.onCall = opts.onCall;
@@ -285,7 +291,7 @@ export class GrpcDispatcher {
         }
         let req: RateLimitRequest;
         try {
-          req = decodeRateLimitRequest(payload);
+          req = decodeRateLimitRequest(payload, this.requestLimits);
         } catch (err) {
           this.failDecode(call, err);
           return;
@@ -313,6 +319,11 @@ export class GrpcDispatcher {
   }
 
   private failDecode(call: GrpcCall, err: unknown): void {
+    // A request beyond the configured bounds is the caller's to fix, not a malformed message.
+    if (isRequestLimitError(err)) {
+      this.fail(call, GrpcStatus.INVALID_ARGUMENT, err.message);
+      return;
+    }
     if (!isProtoDecodeError(err)) this.logger.error({ err }, 'grpc request decoding failed');
     const detail = err instanceof Error ? err.message : String(err);
     this.fail(call, GrpcStatus.INTERNAL, `grpc: error unmarshalling request: ${detail}`);

@@ -14,8 +14,32 @@ import { encodeGrpcMessage } from './grpc-protocol.js';
 import type { GrpcRandom, GrpcServer, GrpcServerOptions, GrpcTlsOptions } from './grpc-server.js';
 import { listenOn, removeStaleSocket, tlsContextOptions } from './listen-support.js';
 import { silentLogger, type TransportLogger } from './transport-logger.js';
+import { DEFAULT_GRPC_LIMITS, sweepIntervalMs, type GrpcLimits } from './grpc-limits-settings.js';
+import { GrpcCapacityLog } from './grpc-capacity-log.js';
 
-const SESSION_WINDOW = 1024 * 1024;
+/** The flood counters count per window of this length. */
+const FLOOD_WINDOW_MS = 1000;
+
+/**
+ * What the limits need to know of one session. node:http2 hides the frames, so this is what its
+ * events show: the client's first SETTINGS (after the preface), streams, resets, PINGs.
+ */
+interface SessionState {
+  readonly session: Http2Session;
+  readonly openedAt: number;
+  gotSettings: boolean;
+  open: number;
+  idleFrom: number;
+  /** Request bytes delivered to calls whose message is not complete yet. */
+  buffered: number;
+  resets: number;
+  control: number;
+  /** Streams paused because this session or the process was over its budget. */
+  paused: Set<CallStream> | undefined;
+  /** When we sent GOAWAY for idleness (0: not yet): a stream node never showed us may still hold it open. */
+  closingAt: number;
+  calmed: boolean;
+}
 
 const OK_HEADERS = { ':status': 200, 'content-type': 'application/grpc', 'grpc-accept-encoding': 'identity,gzip' };
 const OK_TRAILERS = { 'grpc-status': '0' };
@@ -24,18 +48,32 @@ const END_STREAM = { endStream: true };
 
 const CALL = Symbol('grpcCall');
 type CallStream = ServerHttp2Stream & { [CALL]?: NodeCall };
+const SESSION = Symbol('grpcSession');
+type StateSession = Http2Session & { [SESSION]?: SessionState };
 
 class NodeCall extends GrpcCall {
   readonly stream: CallStream;
   readonly d: GrpcDispatcher;
+  readonly t: NodeTransport;
+  readonly state: SessionState | undefined;
   private readonly reqHeaders: IncomingHttpHeaders;
   trailers: Record<string, string> = OK_TRAILERS;
+  /** Request bytes counted in the session's and the process's budget until the message is complete. */
+  held = 0;
+  /** The client has not ended its side yet (GRPC_REQUEST_READ_TIMEOUT). */
+  reading = true;
+  /** Reset by us for GRPC_REQUEST_READ_TIMEOUT (not a client reset). */
+  expired = false;
+  openedAt: number;
 
-  constructor(d: GrpcDispatcher, stream: CallStream, headers: IncomingHttpHeaders) {
+  constructor(t: NodeTransport, stream: CallStream, headers: IncomingHttpHeaders, state: SessionState | undefined, now: number) {
     super();
-    this.d = d;
+    this.t = t;
+    this.d = t.d;
     this.stream = stream;
     this.reqHeaders = headers;
+    this.state = state;
+    this.openedAt = now;
   }
 
   get headers(): IncomingHttpHeaders {
@@ -95,17 +133,32 @@ function onStreamError(this: CallStream, err: Error): void {
 
 function onData(this: CallStream, chunk: Buffer): void {
   const call = this[CALL];
-  if (call !== undefined) call.d.onData(call, chunk);
+  if (call === undefined) return;
+  call.t.hold(call, chunk.length);
+  call.d.onData(call, chunk);
 }
 
 function onEnd(this: CallStream): void {
   const call = this[CALL];
-  if (call !== undefined) call.d.onEnd(call);
+  if (call === undefined) return;
+  call.t.endReading(call);
+  // Decided after the rest of the bytes read with this request were processed: node emits 'end'
+  // before it reports an RST_STREAM that followed in the same read, and a stream the client reset
+  // right after ending it (rapid reset) must not be decided nor counted.
+  setImmediate(decideEnded, this);
+}
+
+function decideEnded(stream: CallStream): void {
+  const call = stream[CALL];
+  if (call === undefined || stream.closed || stream.destroyed) return;
+  call.d.onEnd(call);
 }
 
 function onClose(this: CallStream): void {
   const call = this[CALL];
-  if (call !== undefined) call.d.onReset(call);
+  if (call === undefined) return;
+  call.t.streamClosed(call);
+  call.d.onReset(call);
 }
 
 function onWantTrailers(this: CallStream): void {
@@ -124,8 +177,17 @@ function closeNoError(stream: CallStream): void {
 class NodeTransport {
   readonly server: http2.Http2Server | http2.Http2SecureServer;
   readonly logger: TransportLogger;
-  private readonly d: GrpcDispatcher;
-  private readonly sessions = new Set<Http2Session>();
+  readonly d: GrpcDispatcher;
+  private readonly sessions = new Map<Http2Session, SessionState>();
+  private readonly limits: GrpcLimits;
+  private readonly now: () => number;
+  private readonly sweeper: NodeJS.Timeout;
+  private countersFrom: number;
+  /** Request bytes all sessions hold in incomplete messages (GRPC_PROCESS_BUFFER). */
+  private buffered = 0;
+  /** Calls whose client has not finished sending (GRPC_REQUEST_READ_TIMEOUT). */
+  private readonly reading = new Set<NodeCall>();
+  private readonly capacityLog: GrpcCapacityLog;
   private closing = false;
   private verifyClient: ((cert: PeerCertificate) => string | undefined) | undefined;
   private readonly maxAgeMs: number;
@@ -139,18 +201,37 @@ class NodeTransport {
     this.maxAgeMs = opts.maxConnectionAgeMs ?? 0;
     this.ageGraceMs = opts.maxConnectionAgeGraceMs ?? 0;
     this.random = opts.random ?? { int: (max) => Math.floor(Math.random() * max) };
+    this.limits = opts.limits ?? DEFAULT_GRPC_LIMITS;
+    this.capacityLog = new GrpcCapacityLog(this.logger, this.limits.maxConnections);
+    this.now = opts.now ?? Date.now;
+    this.countersFrom = this.now();
+    const l = this.limits;
     const settings: http2.Settings = {
       maxConcurrentStreams: opts.maxConcurrentStreams ?? 1000,
-      initialWindowSize: SESSION_WINDOW,
-      // Envoy forwards only a handful of headers; 64 KiB bounds hostile header lists.
-      maxHeaderListSize: 64 * 1024,
+      initialWindowSize: l.streamWindowBytes,
+      maxHeaderListSize: l.maxHeaderListBytes,
     };
-    // Node's default (10 MB) makes a busy connection refuse streams with ENHANCE_YOUR_CALM.
-    const common = { settings, maxSessionMemory: 64 };
+    const common: http2.ServerOptions = {
+      settings,
+      // Node's default (10 MB) makes a busy connection refuse streams with ENHANCE_YOUR_CALM; the
+      // request bytes themselves are bounded by pausing streams (hold) and the windows above.
+      maxSessionMemory: 64,
+      // The decoded header list is bounded by size (maxHeaderListSize) and by field count.
+      maxHeaderListPairs: 128,
+      // Frames node counts as invalid (among them empty DATA without END_STREAM) and streams it
+      // refuses end the session beyond these. Node counts them over the session's whole life, so
+      // its defaults (1000, 100) stay the ceiling.
+      maxSessionInvalidFrames: Math.min(1000, l.maxControlFramesPerSecond),
+      maxSessionRejectedStreams: Math.min(100, l.maxResetsPerSecond),
+    };
+    this.sweeper = setInterval(() => this.sweep(), sweepIntervalMs(l));
+    this.sweeper.unref();
     if (opts.tls !== undefined) {
       this.server = http2.createSecureServer({
         ...common,
         ...tlsContextOptions(opts.tls),
+        // The preface timeout covers the TLS handshake too (node's default is 120 s).
+        handshakeTimeout: l.prefaceTimeoutMs,
         requestCert: opts.tls.requestClientCert === true,
         rejectUnauthorized: opts.tls.requestClientCert === true,
         allowHTTP1: false,
@@ -172,6 +253,10 @@ class NodeTransport {
       session.destroy();
       return;
     }
+    if (this.sessions.size >= this.limits.maxConnections && !this.makeRoom()) {
+      session.destroy();
+      return;
+    }
     if (this.verifyClient !== undefined) {
       // The TLS layer verified the chain; the extra conditions (SAN, key usage) are checked here,
       // in the same tick the session is made, so no stream of a refused client is ever read.
@@ -182,14 +267,156 @@ class NodeTransport {
         return;
       }
     }
-    this.sessions.add(session);
+    const now = this.now();
+    const state: SessionState = { session, openedAt: now, gotSettings: false, open: 0, idleFrom: now, buffered: 0, resets: 0, control: 0, paused: undefined, closingAt: 0, calmed: false };
+    (session as StateSession)[SESSION] = state;
+    this.sessions.set(session, state);
     session.once('close', () => this.sessions.delete(session));
     session.on('error', (err: Error) => this.logger.debug({ err }, 'grpc connection error'));
+    // The client's SETTINGS follow its preface: the end of the preface timeout.
+    session.on('remoteSettings', () => {
+      if (state.gotSettings) this.control(state, 'SETTINGS');
+      state.gotSettings = true;
+    });
+    session.on('ping', () => this.control(state, 'PING'));
     if (this.maxAgeMs > 0) this.limitAge(session);
     try {
-      session.setLocalWindowSize(SESSION_WINDOW);
+      session.setLocalWindowSize(Math.min(this.limits.connectionWindowBytes, this.limits.connectionBufferBytes));
     } catch {
       // Only an optimisation for large requests; the default window works.
+    }
+  }
+
+  // ---- limits ----
+
+  /** At GRPC_MAX_CONNECTIONS: closes the longest-idle session (no SETTINGS yet first, then no open stream). */
+  private makeRoom(): boolean {
+    let victim: SessionState | undefined;
+    let since = Infinity;
+    for (const st of this.sessions.values()) {
+      if (st.gotSettings && st.open > 0) continue;
+      const t = st.gotSettings ? st.idleFrom : st.openedAt - 1e12;
+      if (t < since) {
+        since = t;
+        victim = st;
+      }
+    }
+    const now = this.now();
+    if (victim === undefined) {
+      this.capacityLog.refusal(now);
+      return false;
+    }
+    this.capacityLog.eviction(now);
+    this.sessions.delete(victim.session);
+    victim.session.destroy();
+    return true;
+  }
+
+  private calm(state: SessionState, reason: string): void {
+    const session = state.session;
+    if (session.destroyed || state.calmed) return;
+    state.calmed = true;
+    this.logger.warn({ err: reason }, 'grpc connection closed with ENHANCE_YOUR_CALM');
+    session.goaway(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM, 0, Buffer.from(reason));
+    // After the GOAWAY is written (nghttp2 sends it on the next write cycle).
+    setImmediate(() => {
+      if (!session.destroyed) session.destroy();
+    });
+  }
+
+  private control(state: SessionState, what: string): void {
+    if (++state.control > this.limits.maxControlFramesPerSecond) this.calm(state, `too many ${what} frames (over ${this.limits.maxControlFramesPerSecond} per second)`);
+  }
+
+  /** Request bytes that a call keeps until its message is complete; over budget, the stream stops being read. */
+  hold(call: NodeCall, n: number): void {
+    call.held += n;
+    this.buffered += n;
+    const st = call.state;
+    if (st === undefined) return;
+    st.buffered += n;
+    if (st.buffered >= this.limits.connectionBufferBytes || this.buffered >= this.limits.processBufferBytes) {
+      // A paused stream is no longer consumed, so node grants the client no more window for it.
+      call.stream.pause();
+      (st.paused ??= new Set()).add(call.stream);
+    }
+  }
+
+  private release(call: NodeCall): void {
+    const n = call.held;
+    if (n === 0) return;
+    call.held = 0;
+    this.buffered -= n;
+    const st = call.state;
+    if (st === undefined) return;
+    st.buffered -= n;
+    if (st.paused !== undefined && st.buffered < this.limits.connectionBufferBytes && this.buffered < this.limits.processBufferBytes) {
+      const paused = st.paused;
+      st.paused = undefined;
+      for (const s of paused) if (!s.destroyed) s.resume();
+    }
+  }
+
+  endReading(call: NodeCall): void {
+    call.reading = false;
+    this.reading.delete(call);
+    this.release(call);
+  }
+
+  streamClosed(call: NodeCall): void {
+    const st = call.state;
+    if (call.reading) {
+      call.reading = false;
+      this.reading.delete(call);
+      // Closed before the client finished sending: reset by the client, or refused by us.
+      if (st !== undefined && !call.done && ++st.resets > this.limits.maxResetsPerSecond) {
+        this.calm(st, `too many reset streams (over ${this.limits.maxResetsPerSecond} per second)`);
+      }
+    } else if (st !== undefined && !call.done && !call.expired && call.stream.rstCode !== http2.constants.NGHTTP2_NO_ERROR) {
+      // Reset after it ended its side but before our answer: the rapid-reset pattern.
+      if (++st.resets > this.limits.maxResetsPerSecond) this.calm(st, `too many reset streams (over ${this.limits.maxResetsPerSecond} per second)`);
+    }
+    this.release(call);
+    if (st !== undefined && --st.open === 0) st.idleFrom = this.now();
+  }
+
+  private sweep(): void {
+    const now = this.now();
+    const l = this.limits;
+    const newWindow = now - this.countersFrom >= FLOOD_WINDOW_MS;
+    if (newWindow) this.countersFrom = now;
+    for (const st of this.sessions.values()) {
+      if (newWindow) {
+        st.resets = 0;
+        st.control = 0;
+      }
+      const s = st.session;
+      if (s.destroyed) continue;
+      if (st.closingAt !== 0) {
+        // A header block that never ends holds a stream node does not show us: the session
+        // would wait for it forever after the GOAWAY.
+        if (now - st.closingAt >= l.requestReadTimeoutMs) s.destroy();
+        continue;
+      }
+      if (s.closed) continue;
+      if (!st.gotSettings) {
+        if (now - st.openedAt >= l.prefaceTimeoutMs) {
+          this.logger.debug({ ms: l.prefaceTimeoutMs }, 'grpc connection closed: no client preface in time');
+          s.destroy();
+        }
+      } else if (l.idleTimeoutMs > 0 && st.open === 0 && now - st.idleFrom >= l.idleTimeoutMs) {
+        this.logger.debug({ ms: l.idleTimeoutMs }, 'grpc connection idle: sending GOAWAY');
+        st.closingAt = now;
+        s.close();
+      }
+    }
+    for (const call of this.reading) {
+      if (now - call.openedAt < l.requestReadTimeoutMs) continue;
+      this.reading.delete(call);
+      call.reading = false;
+      call.expired = true;
+      this.logger.debug({ ms: l.requestReadTimeoutMs }, 'grpc stream reset: request not received in time');
+      if (!call.stream.destroyed && !call.stream.closed) call.stream.close(http2.constants.NGHTTP2_CANCEL);
     }
   }
 
@@ -222,15 +449,24 @@ class NodeTransport {
     const stream = raw as CallStream;
     stream.on('error', onStreamError);
     try {
-      const call = new NodeCall(this.d, stream, headers);
+      const state = (stream.session as StateSession | undefined)?.[SESSION];
+      if (state !== undefined) {
+        state.open++;
+        // Each request earns back one control frame (PINGs in step with traffic are not a flood).
+        if (state.control > 0) state.control--;
+      }
+      const call = new NodeCall(this, stream, headers, state, this.now());
       stream[CALL] = call;
+      // Counted before begin(): a refused call still closes (and is released) through onClose.
+      stream.on('close', onClose);
+      if (stream.readableEnded) call.reading = false;
+      else this.reading.add(call);
       const ct = headers['content-type'];
       if (!this.d.begin(call, headers[':method'], headers[':path'], ct, headers['grpc-timeout'], headers['grpc-encoding'])) {
         return; // answered already
       }
       stream.on('data', onData);
       stream.on('end', onEnd);
-      stream.on('close', onClose);
       stream.on('wantTrailers', onWantTrailers);
     } catch (err) {
       this.logger.error({ err }, 'grpc stream handling failed');
@@ -255,15 +491,16 @@ class NodeTransport {
 
   async close(graceMs: number): Promise<void> {
     this.closing = true;
+    clearInterval(this.sweeper);
     this.d.endWatches();
     if (!this.server.listening) {
-      for (const s of this.sessions) s.destroy();
+      for (const s of this.sessions.keys()) s.destroy();
       return;
     }
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
-    for (const s of this.sessions) s.close();
+    for (const s of this.sessions.keys()) s.close();
     const force = setTimeout(() => {
-      for (const s of this.sessions) s.destroy();
+      for (const s of this.sessions.keys()) s.destroy();
     }, graceMs);
     await closed;
     clearTimeout(force);

@@ -11,9 +11,11 @@
 // - `node`: node:http2 (nghttp2), the reference implementation, kept as an escape hatch.
 import type { AddressInfo } from 'node:net';
 import type { PeerCertificate } from 'node:tls';
+import type { GrpcLimits } from './grpc-limits-settings.js';
 import { createNodeGrpcServer } from './grpc-node-transport.js';
 import { createLeanGrpcServer } from './h2/lean-grpc-server.js';
 import type { HealthSource } from './health-source.js';
+import type { RequestLimits } from '@rls/rls-proto';
 import type { AnswerMemo } from './local-answer-memo.js';
 import type { TransportLogger } from './transport-logger.js';
 
@@ -72,6 +74,15 @@ export interface GrpcServerOptions {
   random?: GrpcRandom | undefined;
   /** Encoded answers repeated without decoding (the local over-limit cache's). */
   answerMemo?: AnswerMemo | undefined;
+  /**
+   * Bounds on connections, time without progress, buffered request bytes and frame floods
+   * (GRPC_MAX_CONNECTIONS and the settings beside it; DEFAULT_GRPC_LIMITS when absent).
+   */
+  limits?: GrpcLimits | undefined;
+  /** Clock of the time limits (Date.now when absent). */
+  now?: (() => number) | undefined;
+  /** Descriptor/entry bounds enforced while decoding ShouldRateLimit requests. */
+  requestLimits?: RequestLimits | undefined;
 }
 
 export interface GrpcServer {

@@ -10,10 +10,22 @@
 // - `/json` answers only POST. Upstream registers the route for every method, but a GET without a
 //   body could only ever produce 400 and no documented client uses another verb, so other methods
 //   get 405 with `Allow: POST`, which tells a misconfigured caller what is wrong;
-// - the request body is bounded (1 MiB ⇒ 413).
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+// - every input is bounded (limits-settings.ts): body size (413), descriptors, entries and entry
+//   length (400 naming the limit, checked while mapping the JSON), header/request/keep-alive
+//   timeouts and the number of connections (connection-guard.ts).
+import type http from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { JsonMappingError, parseRateLimitRequestJson, encodeRateLimitResponseJson } from '@rls/rls-proto';
+import {
+  DEFAULT_REQUEST_LIMITS,
+  encodeRateLimitResponseJson,
+  isRequestLimitError,
+  JsonMappingError,
+  parseRateLimitRequestJson,
+  type RequestLimits,
+} from '@rls/rls-proto';
+import { ConnectionGuard, createBoundedHttpServer, DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './connection-guard.js';
+import { LIMIT_SETTING_DEFS } from './limits-settings.js';
 import { isRateLimitError } from '../errors.js';
 import type { RateLimitRequest, RateLimitResponse } from '../domain.js';
 import type { CallContext } from './grpc-server.js';
@@ -24,8 +36,13 @@ export interface HttpServerOptions {
   shouldRateLimit: (req: RateLimitRequest, ctx: CallContext) => Promise<RateLimitResponse>;
   health: HealthSource;
   logger?: TransportLogger | undefined;
-  /** Largest accepted `/json` body in bytes (default 1 MiB). */
+  /** Largest accepted `/json` body in bytes (default HTTP_MAX_BODY_BYTES' default). */
   maxBodyBytes?: number | undefined;
+  /** Shape limits of a request (default DEFAULT_REQUEST_LIMITS). */
+  requestLimits?: RequestLimits | undefined;
+  timeouts?: HttpTimeouts | undefined;
+  /** Most open connections (default HTTP_MAX_CONNECTIONS' default; 0 = no limit). */
+  maxConnections?: number | undefined;
 }
 
 export interface HttpServer {
@@ -39,7 +56,8 @@ export interface HttpServer {
   close(graceMs?: number): Promise<void>;
 }
 
-const DEFAULT_MAX_BODY = 1024 * 1024;
+const DEFAULT_MAX_BODY = Number(LIMIT_SETTING_DEFS.httpMaxBodyBytes.default);
+const DEFAULT_MAX_CONNECTIONS = Number(LIMIT_SETTING_DEFS.httpMaxConnections.default);
 
 /**
  * The call context of one /json request. Like the gRPC one, the abort signal (and the 'close'
@@ -86,6 +104,8 @@ class HttpServerImpl {
   private readonly opts: HttpServerOptions;
   private readonly logger: TransportLogger;
   private readonly maxBody: number;
+  private readonly limits: RequestLimits;
+  private readonly guard: ConnectionGuard;
   private closing = false;
   /** Responses not yet finished; on close they get `connection: close` so keep-alive ends with them. */
   private readonly inFlight = new Set<ServerResponse>();
@@ -94,9 +114,17 @@ class HttpServerImpl {
     this.opts = opts;
     this.logger = opts.logger ?? silentLogger;
     this.maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY;
+    this.limits = opts.requestLimits ?? DEFAULT_REQUEST_LIMITS;
     // Unparsable HTTP is left to Node's default clientError handling (400/431, and nothing
-    // after a response that is already on the wire).
-    this.server = http.createServer((req, res) => this.route(req, res));
+    // after a response that is already on the wire); so are the timeouts (408 / close).
+    this.server = createBoundedHttpServer(opts.timeouts ?? DEFAULT_HTTP_TIMEOUTS, (req, res) => this.route(req, res));
+    this.guard = new ConnectionGuard(this.server, {
+      maxConnections: opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
+      name: 'HTTP server',
+      setting: LIMIT_SETTING_DEFS.httpMaxConnections.name,
+      logger: this.logger,
+      headersTimeoutMs: (opts.timeouts ?? DEFAULT_HTTP_TIMEOUTS).headersTimeoutMs,
+    });
   }
 
   private route(req: IncomingMessage, res: ServerResponse): void {
@@ -104,6 +132,7 @@ class HttpServerImpl {
     if (this.closing) res.setHeader('connection', 'close');
     else this.inFlight.add(res);
     res.once('finish', () => this.inFlight.delete(res));
+    this.guard.requestStarted(req, res);
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
@@ -146,6 +175,8 @@ class HttpServerImpl {
     const chunks: Buffer[] = [];
     let size = 0;
     let aborted = false;
+    // A client still sending its body is as evictable as one still sending headers.
+    if (!req.complete) this.guard.bodyReading(req);
     req.on('data', (chunk: Buffer) => {
       if (aborted) return;
       size += chunk.length;
@@ -162,13 +193,14 @@ class HttpServerImpl {
     });
     req.on('end', () => {
       if (aborted) return;
+      this.guard.bodyComplete(req);
       void this.answerJson(res, Buffer.concat(chunks, size).toString('utf8'), req.headers);
     });
   }
 
   private tooLarge(req: IncomingMessage, res: ServerResponse): void {
     // The rest of the body is not read, so the connection cannot be reused.
-    sendError(res, 413, `request body larger than ${this.maxBody} bytes`, { connection: 'close' });
+    sendError(res, 413, `request body larger than ${this.maxBody} bytes (limit set by ${LIMIT_SETTING_DEFS.httpMaxBodyBytes.name})`, { connection: 'close' });
     req.resume();
   }
 
@@ -176,9 +208,9 @@ class HttpServerImpl {
   private async answerJson(res: ServerResponse, text: string, headers: IncomingMessage['headers']): Promise<void> {
     let parsed: RateLimitRequest;
     try {
-      parsed = parseRateLimitRequestJson(text);
+      parsed = parseRateLimitRequestJson(text, this.limits);
     } catch (err) {
-      if (err instanceof JsonMappingError) sendError(res, 400, err.message);
+      if (err instanceof JsonMappingError || isRequestLimitError(err)) sendError(res, 400, err.message);
       else {
         this.logger.error({ err }, '/json parse failed');
         sendError(res, 500, 'internal error');

@@ -1,5 +1,6 @@
 // Listening chores both gRPC transports share: stale unix socket files, the TLS context options,
 // and a listen() that rejects on EADDRINUSE and logs later server errors.
+import cluster from 'node:cluster';
 import { lstatSync, unlinkSync } from 'node:fs';
 import net from 'node:net';
 import type { TransportLogger } from './transport-logger.js';
@@ -7,8 +8,13 @@ import type { TransportLogger } from './transport-logger.js';
 /**
  * A socket file left by a process that died is removed; one that something still listens on is
  * an error (EADDRINUSE), as is a path that is not a socket.
+ *
+ * Not in a cluster worker: there node:cluster binds the path in the primary, once, and shares the
+ * handle, so the first worker's socket is live when the second one looks (it would refuse to
+ * start); the primary ran this check once before forking (cluster/primary.ts).
  */
 export async function removeStaleSocket(path: string): Promise<void> {
+  if (cluster.isWorker) return;
   let isSocket: boolean;
   try {
     isSocket = lstatSync(path).isSocket();

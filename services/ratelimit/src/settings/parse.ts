@@ -2,6 +2,8 @@
 // strings, `k1:v1,k2:v2` maps). Each returns a value or throws an Error whose message says what
 // was expected; the schema collects those messages for every bad variable at once.
 
+import type { ParseContext } from './schema.js';
+
 const TRUE = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
 const FALSE = new Set(['0', 'f', 'F', 'FALSE', 'false', 'False']);
 
@@ -16,6 +18,99 @@ export function parseInteger(raw: string, min = Number.MIN_SAFE_INTEGER, max = N
   const n = Number(raw.trim());
   if (!Number.isSafeInteger(n) || n < min || n > max) throw new Error(`expected an integer between ${min} and ${max}`);
   return n;
+}
+
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+
+/**
+ * An integer in Go's `strconv.ParseInt(s, 0, 64)` syntax, the one upstream's envconfig uses: sign,
+ * `0x`/`0o`/`0b` prefixes, a leading `0` for octal, `_` between digits. Returns a BigInt (int64
+ * range) so values beyond 2^53 can still be compared and clamped exactly.
+ */
+export function parseGoInt(raw: string): bigint {
+  const s = raw.trim();
+  const m = /^([+-]?)(0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|0[0-7_]*|[1-9][0-9_]*)$/.exec(s);
+  const body = m?.[2];
+  // Go's rule: an underscore only between digits (a base prefix counts as one), never doubled or last.
+  if (m === null || body === undefined || body.includes('__') || body.endsWith('_')) throw new Error('expected an integer');
+  const digits = body.replace(/_/g, '');
+  let v: bigint;
+  if (/^0[xXoObB]/.test(digits)) {
+    if (digits.length === 2) throw new Error('expected an integer');
+    v = BigInt(digits.toLowerCase());
+  } else if (digits.length > 1) {
+    v = digits.startsWith('0') ? BigInt(`0o${digits.slice(1)}`) : BigInt(digits);
+  } else {
+    v = BigInt(digits);
+  }
+  if (m[1] === '-') v = -v;
+  if (v < INT64_MIN || v > INT64_MAX) throw new Error('value out of range for a 64-bit integer');
+  return v;
+}
+
+/** A TCP/UDP port in Go integer syntax (0–65535; upstream's listeners and dialers fail outside it). */
+export function parseGoPort(raw: string): number {
+  const v = parseGoInt(raw);
+  if (v < 0n || v > 65535n) throw new Error('expected a port between 0 and 65535');
+  return Number(v);
+}
+
+/**
+ * A Go-syntax integer that upstream accepts whatever its value; outside [min, max] (what our
+ * design supports) it is clamped to the nearest bound and reported through `ctx`.
+ */
+export function clampedInt(raw: string, ctx: ParseContext, min: number, max: number, why = `outside the supported range ${min}..${max}`): number {
+  const v = parseGoInt(raw);
+  if (v < BigInt(min)) {
+    ctx.clamp(min, why);
+    return min;
+  }
+  if (v > BigInt(max)) {
+    ctx.clamp(max, why);
+    return max;
+  }
+  return Number(v);
+}
+
+/**
+ * A float in Go's `strconv.ParseFloat` syntax (decimal with exponent, `inf`/`infinity`/`nan` in
+ * any case, hexadecimal `0x1p-2`, `_` between digits).
+ */
+export function parseGoFloat(raw: string): number {
+  const s = raw.trim();
+  const lower = s.toLowerCase();
+  const sign = lower.startsWith('-') ? -1 : 1;
+  const unsigned = lower.replace(/^[+-]/, '');
+  if (unsigned === 'inf' || unsigned === 'infinity') return sign * Number.POSITIVE_INFINITY;
+  if (unsigned === 'nan') return Number.NaN;
+  if (/(^|[^0-9a-f])_|_($|[^0-9a-f])/.test(unsigned)) throw new Error('expected a number');
+  const t = unsigned.replace(/_/g, '');
+  const hex = /^0x([0-9a-f]*)(?:\.([0-9a-f]*))?p([+-]?\d+)$/.exec(t);
+  if (hex !== null) {
+    const int = hex[1] ?? '';
+    const frac = hex[2] ?? '';
+    if (int === '' && frac === '') throw new Error('expected a number');
+    const mantissa = Number.parseInt(int + frac || '0', 16) / 16 ** frac.length;
+    return sign * mantissa * 2 ** Number(hex[3]);
+  }
+  if (!/^(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/.test(t)) throw new Error('expected a number');
+  return sign * Number(t);
+}
+
+/** A Go-syntax float clamped to [min, max] (NaN: `nanValue`), reported through `ctx`. */
+export function clampedFloat(raw: string, ctx: ParseContext, min: number, max: number, nanValue: number): number {
+  const v = parseGoFloat(raw);
+  if (Number.isNaN(v)) {
+    ctx.clamp(nanValue, 'not a number');
+    return nanValue;
+  }
+  if (v < min || v > max) {
+    const used = v < min ? min : max;
+    ctx.clamp(used, `outside the supported range ${min}..${max}`);
+    return used;
+  }
+  return v;
 }
 
 export function parseFloatIn(raw: string, min: number, max: number): number {
@@ -37,8 +132,15 @@ const DURATION_UNITS: Record<string, number> = {
   h: 3_600_000,
 };
 
-/** Go duration syntax (`300ms`, `1.5h`, `1h30m`, `150us`); a bare `0` is allowed. Returns milliseconds. */
+/** Go duration syntax (`300ms`, `1.5h`, `1h30m`, `150us`); a bare `0` is allowed; negative is an error. Returns milliseconds. */
 export function parseDurationMs(raw: string): number {
+  const ms = parseSignedDurationMs(raw);
+  if (ms < 0) throw new Error('duration must not be negative');
+  return ms;
+}
+
+/** Go's `time.ParseDuration` in full, negative values included. Returns milliseconds. */
+export function parseSignedDurationMs(raw: string): number {
   const s = raw.trim();
   if (s === '0' || s === '+0' || s === '-0') return 0;
   const re = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/gy;
@@ -60,8 +162,35 @@ export function parseDurationMs(raw: string): number {
     matched = true;
   }
   if (!matched) throw new Error('expected a duration such as 10s, 500ms, 1h30m or 150us');
-  if (sign < 0) throw new Error('duration must not be negative');
-  return total;
+  return sign * total;
+}
+
+/** A Go duration where upstream accepts a negative value but it means nothing more than 0: clamped to 0. */
+export function nonNegativeDurationMs(raw: string, ctx: ParseContext): number {
+  const ms = parseSignedDurationMs(raw);
+  if (ms < 0) {
+    ctx.clamp(0, 'negative duration');
+    return 0;
+  }
+  return ms;
+}
+
+/**
+ * A Go duration our design needs above zero (a timeout, a retry interval) where upstream also
+ * accepts 0 or less (e.g. "no timeout"): those use `fallbackMs` (the setting's default) instead.
+ */
+export function positiveDurationMs(raw: string, ctx: ParseContext, fallbackMs: number, why = 'must be greater than zero here (no unbounded waits)'): number {
+  const ms = parseSignedDurationMs(raw);
+  if (ms <= 0) {
+    ctx.clamp(formatMs(fallbackMs), why);
+    return fallbackMs;
+  }
+  return ms;
+}
+
+/** `1500` → `1.5s`, `250` → `250ms` (for warnings). */
+function formatMs(ms: number): string {
+  return ms >= 1000 && ms % 1 === 0 ? `${ms / 1000}s` : `${ms}ms`;
 }
 
 /** `k1:v1,k2:v2` (split at the first ':' of each item); empty string ⇒ empty map. */

@@ -12,8 +12,22 @@ export interface SettingDef<T> {
   default: string | undefined;
   /** Human text for the docs and error messages; includes the unit where there is one. */
   meaning: string;
-  parse: (raw: string) => T;
+  /**
+   * Turns the raw text into the value, or throws an Error saying what was expected. A value that
+   * upstream accepts but that our design bounds is not an error: the parser calls `ctx.clamp` and
+   * returns the value it will use (the reader logs a warning naming the variable).
+   */
+  parse: (raw: string, ctx: ParseContext) => T;
 }
+
+/** Handed to every parser: how it reports an accepted value it had to replace. */
+export interface ParseContext {
+  /** Records that the given value is used as `used` instead, because `why`. */
+  clamp(used: string | number, why: string): void;
+}
+
+/** For calling a parser outside a reader (tests, derived settings): clamps are ignored. */
+export const IGNORE_CLAMPS: ParseContext = Object.freeze({ clamp: () => undefined });
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -55,8 +69,12 @@ export class SettingsReader {
       // No default: parse of undefined is the declaration's business; hand it an empty string.
       raw = '';
     }
+    const given = raw;
+    const ctx: ParseContext = {
+      clamp: (used, why) => this.warnings.push(`${from}=${JSON.stringify(given)}: ${why}; using ${String(used)}`),
+    };
     try {
-      return d.parse(raw);
+      return d.parse(raw, ctx);
     } catch (err) {
       const why = err instanceof Error ? err.message : String(err);
       this.errors.push(`${from}=${JSON.stringify(raw)}: ${why}`);

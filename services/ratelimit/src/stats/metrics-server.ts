@@ -1,8 +1,8 @@
 // The pull-metrics listener (PULL_METRICS_ADDR, PULL_METRICS_PATH): a tiny HTTP server with one
 // path. It has its own port, as upstream, so scraping stays independent of the API listeners.
-import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../logger.js';
+import { ConnectionGuard, createBoundedHttpServer, DEFAULT_HTTP_TIMEOUTS } from '../server/connection-guard.js';
 
 export interface ListenAddress {
   /** undefined = every interface (Go's `:9090`). */
@@ -39,8 +39,17 @@ export interface MetricsServer {
   close(): Promise<void>;
 }
 
-export async function startMetricsServer(opts: { address: ListenAddress; path: string }, source: MetricsSource, logger: Logger): Promise<MetricsServer> {
-  const server = http.createServer((req, res) => {
+/** Default of PULL_METRICS_MAX_CONNECTIONS: a few scrapers, with room for retries. */
+export const DEFAULT_METRICS_MAX_CONNECTIONS = 16;
+
+export async function startMetricsServer(
+  opts: { address: ListenAddress; path: string; maxConnections?: number | undefined },
+  source: MetricsSource,
+  logger: Logger,
+): Promise<MetricsServer> {
+  // Scrapes are one short GET: the default header/request/keep-alive timeouts fit them.
+  const server = createBoundedHttpServer(DEFAULT_HTTP_TIMEOUTS, (req, res) => {
+    guard.requestStarted(req, res);
     const path = (req.url ?? '/').split('?')[0];
     if (path !== opts.path) {
       res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('404 page not found\n');
@@ -60,6 +69,13 @@ export async function startMetricsServer(opts: { address: ListenAddress; path: s
         res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('scrape failed\n');
       },
     );
+  });
+  const guard = new ConnectionGuard(server, {
+    maxConnections: opts.maxConnections ?? DEFAULT_METRICS_MAX_CONNECTIONS,
+    name: 'metrics server',
+    setting: 'PULL_METRICS_MAX_CONNECTIONS',
+    logger,
+    headersTimeoutMs: DEFAULT_HTTP_TIMEOUTS.headersTimeoutMs,
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -3,14 +3,14 @@
 // mogrifier variables have names that depend on the list, so they are read from the environment
 // by `resolveStatsOptions`, which also loads the metrics mapping; both report every problem.
 import { def, type Env, type SettingDef } from '../settings/schema.js';
-import { parseBool, parseDurationMs, parseEnum, parseInteger } from '../settings/parse.js';
+import { parseBool, parseDurationMs, parseEnum, parseGoPort, parseInteger } from '../settings/parse.js';
 import { defaultStatsMapping } from './default-prom-mapping.js';
-import { parseListenAddress, type ListenAddress } from './metrics-server.js';
+import { DEFAULT_METRICS_MAX_CONNECTIONS, parseListenAddress, type ListenAddress } from './metrics-server.js';
 import { readMogrifiers } from './mogrifiers.js';
 import { loadMappingFile, type StatsMapping } from './prom-mapping.js';
 import { parseExtraTags } from './stat-tags.js';
 import type { StatsSinksOptions } from './stats-sinks.js';
-import type { StatTags } from './stats-store.js';
+import { DEFAULT_MAX_SERIES_PER_GROUP, type StatTags } from './stats-store.js';
 
 const bool = (raw: string): boolean => (raw === '' ? false : parseBool(raw));
 const str = (raw: string): string => raw;
@@ -25,7 +25,7 @@ export const STATS_SETTING_DEFS = {
     parse: bool,
   }),
   statsdHost: def({ name: 'STATSD_HOST', default: 'localhost', meaning: 'Host of the statsd (or DogStatsD) server.', parse: str }),
-  statsdPort: def({ name: 'STATSD_PORT', default: '8125', meaning: 'Port of the statsd (or DogStatsD) server.', parse: (raw) => parseInteger(raw, 1, 65535) }),
+  statsdPort: def({ name: 'STATSD_PORT', default: '8125', meaning: 'Port of the statsd (or DogStatsD) server (Go integer syntax, as upstream; 0 starts but cannot deliver, as upstream).', parse: (raw) => parseGoPort(raw) }),
   statsdProtocol: def({ name: 'STATSD_PROTOCOL', default: 'tcp', meaning: '`tcp` or `udp`. Stats are queued (bounded) while a TCP statsd is unreachable and the connection is retried every second.', parse: (raw) => parseEnum(raw, ['tcp', 'udp'] as const) }),
   statsFlushIntervalMs: def({
     name: 'STATS_FLUSH_INTERVAL',
@@ -68,6 +68,19 @@ export const STATS_SETTING_DEFS = {
     default: '',
     meaning: 'statsd_exporter mapping file replacing the built-in mapping; errors in it stop the start-up.',
     parse: str,
+  }),
+  pullMetricsMaxConnections: def({
+    name: 'PULL_METRICS_MAX_CONNECTIONS',
+    default: String(DEFAULT_METRICS_MAX_CONNECTIONS),
+    meaning: 'Most open connections of the metrics endpoint (0 = no limit); at the limit the longest idle one is closed to make room, as for HTTP_MAX_CONNECTIONS.',
+    parse: (raw) => parseInteger(raw, 0),
+  }),
+  statsMaxSeriesPerRule: def({
+    name: 'STATS_MAX_SERIES_PER_RULE',
+    default: String(DEFAULT_MAX_SERIES_PER_GROUP),
+    meaning:
+      'Most per-value statistic sets one rule creates (detailed_metric, value_to_metric; request overrides per domain). Values beyond it count into the rule\'s `<rule path>.overflow` statistics and ratelimit.service.stats_series_overflow, so request values cannot grow memory without bound: one set costs about 1.3 KB (more with pull metrics), see "Statistics cardinality" in the docs.',
+    parse: (raw) => parseInteger(raw, 1),
   }),
   pullMetricsResponseTimeAsMs: def({
     name: 'PULL_METRICS_RESPONSE_TIME_AS_MILLISECONDS',
@@ -120,7 +133,10 @@ export function resolveStatsOptions(s: StatsSettings, env: Env): ResolvedStatsOp
       extraTags: s.extraTags,
       flushIntervalMs: s.statsFlushIntervalMs,
       push: { mode: pushMode, host: s.statsdHost, port: s.statsdPort, protocol: s.statsdProtocol, mogrifiers },
-      pull: mapping === undefined ? { enabled: false } : { enabled: true, address: s.pullMetricsAddr, path: s.pullMetricsPath, mapping },
+      pull:
+        mapping === undefined
+          ? { enabled: false }
+          : { enabled: true, address: s.pullMetricsAddr, path: s.pullMetricsPath, mapping, maxConnections: s.pullMetricsMaxConnections },
     },
     errors,
     warnings,

@@ -31,7 +31,7 @@ export interface StatsSinksOptions {
     protocol: 'tcp' | 'udp';
     mogrifiers: readonly Mogrifier[];
   };
-  pull: { enabled: false } | { enabled: true; address: ListenAddress; path: string; mapping: StatsMapping };
+  pull: { enabled: false } | { enabled: true; address: ListenAddress; path: string; mapping: StatsMapping; maxConnections?: number | undefined };
 }
 
 export interface StatsSinksDeps {
@@ -77,7 +77,7 @@ export async function startStatsSinks(opts: StatsSinksOptions, deps: StatsSinksD
     prometheus = new PrometheusSink(store, { mapping: opts.pull.mapping, extraTags: opts.extraTags }, logger.child({ component: 'metrics' }));
     prometheus.start();
     try {
-      server = await startMetricsServer({ address: opts.pull.address, path: opts.pull.path }, prometheus, logger);
+      server = await startMetricsServer({ address: opts.pull.address, path: opts.pull.path, maxConnections: opts.pull.maxConnections }, prometheus, logger);
     } catch (err) {
       prometheus.stop();
       throw err;

@@ -89,11 +89,71 @@ export class Timer {
   }
 }
 
+export interface StatsStoreOptions {
+  /**
+   * Most dynamic series one group may hold (per-value statistics of one rule: detailed_metric,
+   * value_to_metric, request overrides per domain); default 1000. See `admitSeries`.
+   */
+  maxSeriesPerGroup?: number | undefined;
+  /** Called once per group, when it first turns a series away (for a log line). */
+  onGroupFull?: ((group: string, max: number) => void) | undefined;
+}
+
+export const DEFAULT_MAX_SERIES_PER_GROUP = 1000;
+
 export class StatsStore {
   private readonly counters = new Map<string, Counter>();
   private readonly gauges = new Map<string, Gauge>();
   private readonly timers = new Map<string, Timer>();
   private readonly timerListeners: TimerListener[] = [];
+  /** Admitted members per group; kept across rule reloads, like the counters they stand for. */
+  private readonly groups = new Map<string, Set<string>>();
+  private readonly fullGroups = new Set<string>();
+  private maxPerGroup: number;
+  private onGroupFull: ((group: string, max: number) => void) | undefined;
+
+  constructor(opts: StatsStoreOptions = {}) {
+    this.maxPerGroup = opts.maxSeriesPerGroup ?? DEFAULT_MAX_SERIES_PER_GROUP;
+    this.onGroupFull = opts.onGroupFull;
+  }
+
+  /**
+   * Sets the series cap at composition time, for a store made before the settings were known
+   * (worker mode makes its store first). Members admitted already stay admitted.
+   */
+  limitSeries(opts: StatsStoreOptions): void {
+    if (opts.maxSeriesPerGroup !== undefined) this.maxPerGroup = opts.maxSeriesPerGroup;
+    if (opts.onGroupFull !== undefined) this.onGroupFull = opts.onGroupFull;
+  }
+
+  /** The cap `admitSeries` applies. */
+  get maxSeriesPerGroup(): number {
+    return this.maxPerGroup;
+  }
+
+  /**
+   * Whether `member` may have its own series in `group`: true for members admitted before and
+   * for new ones while the group has fewer than maxSeriesPerGroup; false once it is full (the
+   * caller then counts into the group's overflow series). Bounds the memory request values can
+   * make the registry (and every sink) hold: one Set entry plus the series per admitted member.
+   */
+  admitSeries(group: string, member: string): boolean {
+    let set = this.groups.get(group);
+    if (set === undefined) {
+      set = new Set();
+      this.groups.set(group, set);
+    }
+    if (set.has(member)) return true;
+    if (set.size < this.maxPerGroup) {
+      set.add(member);
+      return true;
+    }
+    if (!this.fullGroups.has(group)) {
+      this.fullGroups.add(group);
+      this.onGroupFull?.(group, this.maxPerGroup);
+    }
+    return false;
+  }
 
   counter(name: string, tags?: StatTags): Counter {
     const key = registryKey(name, tags);

@@ -2,7 +2,7 @@
 // variables (endpoint, headers, timeout, certificates) are read by the OpenTelemetry exporters
 // themselves and are not declared here.
 import { def } from '../settings/schema.js';
-import { parseBool, parseEnum, parseFloatIn } from '../settings/parse.js';
+import { clampedFloat, parseBool, parseEnum } from '../settings/parse.js';
 
 const bool = (raw: string): boolean => (raw === '' ? false : parseBool(raw));
 const str = (raw: string): string => raw;
@@ -18,5 +18,5 @@ export const TRACING_SETTING_DEFS = {
   tracingServiceName: def({ name: 'TRACING_SERVICE_NAME', default: 'RateLimit', meaning: 'Resource attribute service.name.', parse: str }),
   tracingServiceNamespace: def({ name: 'TRACING_SERVICE_NAMESPACE', default: '', meaning: 'Resource attribute service.namespace (omitted when empty).', parse: str }),
   tracingServiceInstanceId: def({ name: 'TRACING_SERVICE_INSTANCE_ID', default: '', meaning: 'Resource attribute service.instance.id; a random version 4 UUID when empty.', parse: str }),
-  tracingSamplingRate: def({ name: 'TRACING_SAMPLING_RATE', default: '1', meaning: 'Share of new traces sampled (0–1, parent-based: a sampled incoming trace is always continued).', parse: (raw) => parseFloatIn(raw, 0, 1) }),
+  tracingSamplingRate: def({ name: 'TRACING_SAMPLING_RATE', default: '1', meaning: 'Share of new traces sampled (0–1, parent-based: a sampled incoming trace is always continued). Values outside 0–1, which upstream also accepts, are clamped with a warning (NaN: 1).', parse: (raw, ctx) => clampedFloat(raw, ctx, 0, 1, 1) }),
 } as const;

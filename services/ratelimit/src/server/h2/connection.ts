@@ -10,6 +10,7 @@
 import type { Socket } from 'node:net';
 import type { TransportLogger } from '../transport-logger.js';
 import {
+  CANCEL,
   CONTINUATION,
   DATA,
   DEFAULT_MAX_FRAME,
@@ -51,6 +52,7 @@ import {
 import { FIELDS_MALFORMED, FIELDS_TOO_LARGE, HpackDecoder, HpackError } from './hpack-decoder.js';
 import { ResponseBlockEncoder } from './hpack-encoder.js';
 import { copyBytes } from './bytes.js';
+import type { CoarseClock, ReceiveBudget } from './receive-budget.js';
 
 /** Protocol state of one stream; the handler's stream objects carry these fields. */
 export interface H2Stream {
@@ -62,6 +64,10 @@ export interface H2Stream {
   /** What we let the peer send, and how much of it was consumed but not yet re-granted. */
   recvWindow: number;
   recvUnacked: number;
+  /** Request bytes of this stream held by the handler until its message is complete (connection budget). */
+  recvBuffered: number;
+  /** The coarse clock when its HEADERS arrived (GRPC_REQUEST_READ_TIMEOUT). */
+  openedAt: number;
   headersSent: boolean;
   /** We sent (or queued, behind flow control) END_STREAM. */
   localClosed: boolean;
@@ -92,17 +98,47 @@ export interface H2Options {
   maxConcurrentStreams: number;
   logger: TransportLogger;
   /** SETTINGS_MAX_HEADER_LIST_SIZE we advertise and enforce (octets, RFC 7541 §4.1 sizing). */
-  maxHeaderListSize?: number | undefined;
+  maxHeaderListSize: number;
+  /** SETTINGS_INITIAL_WINDOW_SIZE we advertise (GRPC_STREAM_WINDOW). */
+  streamWindow: number;
+  /** Connection-level receive window kept open while there is budget (GRPC_CONNECTION_WINDOW). */
+  connectionWindow: number;
+  /** Request bytes this connection may hold plus the window it has granted (GRPC_CONNECTION_BUFFER). */
+  connectionBuffer: number;
+  /** The process-wide budget every widening of a connection window is taken from (GRPC_PROCESS_BUFFER). */
+  budget: ReceiveBudget;
+  /** Updated by the server's sweep; read instead of Date.now on the request path. */
+  clock: CoarseClock;
+  /** Streams the peer may reset (or have refused) per counting window before ENHANCE_YOUR_CALM. */
+  maxResets: number;
+  /** Frames without a request (PING, SETTINGS, WINDOW_UPDATE, PRIORITY, empty DATA/CONTINUATION, unknown) per counting window. */
+  maxControlFrames: number;
 }
 
-/** What we let a peer send per stream and per connection before it must wait for WINDOW_UPDATE. */
-export const STREAM_WINDOW = 1024 * 1024;
-export const CONNECTION_WINDOW = 8 * 1024 * 1024;
+/** Time limits checked by sweep(); 0 disables the idle limit. */
+export interface H2Timeouts {
+  prefaceMs: number;
+  idleMs: number;
+  requestReadMs: number;
+}
+
 const OUR_MAX_FRAME = DEFAULT_MAX_FRAME;
-const DEFAULT_MAX_HEADER_LIST = 64 * 1024;
 const SLAB = 16 * 1024;
 /** Bytes queued in the socket beyond which we stop reading requests until the peer catches up. */
-const WRITE_BACKLOG = 4 * 1024 * 1024;
+const WRITE_BACKLOG = 1024 * 1024;
+/** Below this a window increment drawn from the connection's own recycled bytes is not worth a frame. */
+const MIN_GRANT = 8 * 1024;
+
+/**
+ * How many recent stream closings a connection remembers, and how each stream closed: RFC 9113
+ * §5.1 answers a frame on a closed stream differently after the peer's END_STREAM (connection
+ * error STREAM_CLOSED), after the peer's RST_STREAM (stream error STREAM_CLOSED) and after ours
+ * (ignored: the peer may have sent it before our reset arrived).
+ */
+const CLOSED_MEMORY = 32;
+const CLOSED_BY_END = 1;
+const CLOSED_BY_PEER_RST = 2;
+const CLOSED_BY_US = 3;
 
 const ST_PREFACE = 0;
 const ST_SETTINGS = 1;
@@ -119,6 +155,15 @@ export class H2Connection<S extends H2Stream> {
   private readonly logger: TransportLogger;
   private readonly maxStreams: number;
   private readonly maxHeaderList: number;
+  private readonly streamWindow: number;
+  private readonly connectionWindow: number;
+  private readonly connectionBuffer: number;
+  /** Window growth below this waits for more consumed bytes (one WINDOW_UPDATE per quarter window). */
+  private readonly refillStep: number;
+  private readonly budget: ReceiveBudget;
+  private readonly clock: CoarseClock;
+  private readonly maxResets: number;
+  private readonly maxControl: number;
   private readonly decoder = new HpackDecoder();
   readonly streams = new Map<number, S>();
   private state = ST_PREFACE;
@@ -129,6 +174,7 @@ export class H2Connection<S extends H2Stream> {
   private contEnd = false;
   private contParts: Buffer[] = [];
   private contSize = 0;
+  private contStart = 0;
   // Flow control: our sending side.
   private sendWindow = DEFAULT_WINDOW;
   private peerInitialWindow = DEFAULT_WINDOW;
@@ -138,9 +184,22 @@ export class H2Connection<S extends H2Stream> {
   private validFields: string[] | undefined = undefined;
   /** Our side of the peer's HPACK table (the fixed response fields, by index after first use). */
   private readonly encoder = new ResponseBlockEncoder();
-  // Flow control: the receiving side.
-  private recvWindow = CONNECTION_WINDOW;
-  private recvUnacked = 0;
+  // Flow control: the receiving side. recvWindow + buffered (what the peer may send plus what we
+  // hold) never exceeds DEFAULT_WINDOW + held, where held is taken from the process budget and
+  // bounded by connectionBuffer.
+  private recvWindow = DEFAULT_WINDOW;
+  private buffered = 0;
+  private held = 0;
+  /** Streams the peer has not finished sending (GRPC_REQUEST_READ_TIMEOUT applies to them). */
+  private incomplete = 0;
+  /** Streams whose request ended in the chunk being parsed: decided after the chunk, unless reset meanwhile. */
+  private readonly ended: S[] = [];
+  private parsing = false;
+  // Flood counters of the current counting window (reset by the server's sweep).
+  private resets = 0;
+  private control = 0;
+  /** Coarse time the last stream closed (or the connection opened): the idle clock. */
+  private idleFrom: number;
   // Output slab.
   private out = Buffer.allocUnsafe(SLAB);
   private outStart = 0;
@@ -149,6 +208,15 @@ export class H2Connection<S extends H2Stream> {
   /** GOAWAY sent: streams above goawayLastId are ignored; the connection ends when idle. */
   private draining = false;
   private goawayLastId = 0;
+  /** Ring of the last CLOSED_MEMORY closed streams (id, CLOSED_*); see closedStreamFrame. */
+  private readonly closedIds = new Uint32Array(CLOSED_MEMORY);
+  private readonly closedHow = new Uint8Array(CLOSED_MEMORY);
+  private closedNext = 0;
+  /** A HEADERS frame whose priority names its own stream: reset once its block is decoded (§5.3.1). */
+  private selfDependent = 0;
+  /** content-length of the last valid request block (-1: none), and the bytes still due per stream (§8.1.1). */
+  private validLength = -1;
+  private bodyLeft: Map<number, number> | undefined = undefined;
   readonly createdAt: number;
 
   constructor(socket: Socket, handler: H2Handler<S>, opts: H2Options, now: number) {
@@ -156,23 +224,32 @@ export class H2Connection<S extends H2Stream> {
     this.handler = handler;
     this.logger = opts.logger;
     this.maxStreams = opts.maxConcurrentStreams;
-    this.maxHeaderList = opts.maxHeaderListSize ?? DEFAULT_MAX_HEADER_LIST;
+    this.maxHeaderList = opts.maxHeaderListSize;
+    this.streamWindow = opts.streamWindow;
+    this.connectionWindow = opts.connectionWindow;
+    this.connectionBuffer = opts.connectionBuffer;
+    this.refillStep = Math.max(1, Math.min(opts.connectionWindow, opts.connectionBuffer) >>> 2);
+    this.budget = opts.budget;
+    this.clock = opts.clock;
+    this.maxResets = opts.maxResets;
+    this.maxControl = opts.maxControlFrames;
     this.createdAt = now;
+    this.idleFrom = opts.clock.now;
     socket.on('data', (chunk: Buffer) => this.onBytes(chunk));
     socket.on('error', (err: Error) => this.logger.debug({ err }, 'grpc connection error'));
     socket.on('close', () => this.onSocketClose());
-    // The server preface: our SETTINGS, then the connection window raised to CONNECTION_WINDOW.
+    // The server preface: our SETTINGS. The connection window stays at the initial 64 KiB until
+    // request bytes flow (refill), so idle connections hold none of the process budget.
     this.writeFrame(
       SETTINGS,
       0,
       0,
       settingsPayload([
         [SETTINGS_MAX_CONCURRENT_STREAMS, this.maxStreams],
-        [SETTINGS_INITIAL_WINDOW_SIZE, STREAM_WINDOW],
+        [SETTINGS_INITIAL_WINDOW_SIZE, this.streamWindow],
         [SETTINGS_MAX_HEADER_LIST_SIZE, this.maxHeaderList],
       ]),
     );
-    this.writeWindowUpdate(0, CONNECTION_WINDOW - DEFAULT_WINDOW);
   }
 
   /** Open streams (open or half-closed). */
@@ -184,6 +261,21 @@ export class H2Connection<S extends H2Stream> {
     return this.draining;
   }
 
+  /** Not (yet) useful to anyone: no complete client preface, or no open stream. Evicted first at GRPC_MAX_CONNECTIONS. */
+  get isIdle(): boolean {
+    return this.state !== ST_OPEN || this.streams.size === 0;
+  }
+
+  /** Coarse time since when the connection has been idle (its creation before the preface). */
+  get idleSince(): number {
+    return this.state < ST_OPEN ? this.idleFrom - 1e12 : this.idleFrom;
+  }
+
+  /** Request bytes held plus window granted beyond the initial 64 KiB (for tests and /debug). */
+  get heldBytes(): number {
+    return this.held;
+  }
+
   // ---- input ----
 
   private onBytes(chunk: Buffer): void {
@@ -193,13 +285,131 @@ export class H2Connection<S extends H2Stream> {
       buf = Buffer.concat([this.inbuf, chunk]);
       this.inbuf = undefined;
     }
+    this.parsing = true;
     try {
       this.parse(buf);
+      this.parsing = false;
+      if (this.ended.length > 0) this.runEnded();
+      if (this.state !== ST_DEAD) this.refill();
     } catch (err) {
+      this.parsing = false;
+      this.ended.length = 0;
       // A bug of ours, not the peer's: end this connection, keep the process.
       this.logger.error({ err }, 'HTTP/2 connection failed');
       this.connectionError(INTERNAL_ERROR, 'internal error');
     }
+  }
+
+  /**
+   * The requests completed in the chunk just parsed go to the handler now, so a stream the peer
+   * reset later in the same chunk (rapid reset) is never decided nor counted.
+   */
+  private runEnded(): void {
+    const ended = this.ended;
+    for (let i = 0; i < ended.length; i++) {
+      const s = ended[i]!;
+      if (s.closed || this.state === ST_DEAD) continue;
+      // The handler takes the whole message now: its bytes leave the connection's budget.
+      this.buffered -= s.recvBuffered;
+      s.recvBuffered = 0;
+      this.handler.onEnd(s);
+      this.maybeClose(s);
+    }
+    ended.length = 0;
+  }
+
+  /**
+   * Widens the connection window towards connectionWindow, never beyond what connectionBuffer
+   * allows with the bytes held, taking the growth beyond the initial 64 KiB from the process
+   * budget; gives back what is no longer needed. O(1), at most one WINDOW_UPDATE per chunk.
+   */
+  private refill(): void {
+    const target = Math.min(this.connectionWindow, this.connectionBuffer - this.buffered);
+    let inc = target - this.recvWindow;
+    // Batched to one WINDOW_UPDATE per quarter window, unless the window is nearly used up: then
+    // whatever there is goes out, so a message a few bytes short of complete never waits.
+    const low = this.recvWindow < MIN_GRANT;
+    if (inc >= this.refillStep || (inc > 0 && low)) {
+      // What we may grant without the process budget: the initial window plus what we hold.
+      const own = DEFAULT_WINDOW + this.held - this.recvWindow - this.buffered;
+      if (inc > own) {
+        const got = this.budget.take(inc - Math.max(0, own));
+        this.held += got;
+        inc = Math.max(0, own) + got;
+      }
+      if (inc > 0 && (inc >= MIN_GRANT || low)) {
+        this.recvWindow += inc;
+        this.writeWindowUpdate(0, inc);
+      }
+    }
+    // Bytes held beyond what the window and the buffered data need go back to the process.
+    const need = this.recvWindow + this.buffered - DEFAULT_WINDOW;
+    if (this.held > need) {
+      const surplus = this.held - Math.max(0, need);
+      this.held -= surplus;
+      this.budget.give(surplus);
+    }
+  }
+
+  /** Counts a frame that carries no request; false (after GOAWAY ENHANCE_YOUR_CALM) over the limit. */
+  private controlFrame(what: string): boolean {
+    if (++this.control <= this.maxControl) return true;
+    this.calm(`too many ${what} frames (over ${this.maxControl} per second)`);
+    return false;
+  }
+
+  private countReset(): boolean {
+    if (++this.resets <= this.maxResets) return true;
+    this.calm(`too many reset streams (over ${this.maxResets} per second)`);
+    return false;
+  }
+
+  private calm(reason: string): void {
+    this.logger.warn({ err: reason }, 'grpc connection closed with ENHANCE_YOUR_CALM');
+    this.connectionError(ENHANCE_YOUR_CALM, reason);
+  }
+
+  /** A new counting window for the flood limits (the server calls this once a second). */
+  resetCounters(): void {
+    this.resets = 0;
+    this.control = 0;
+  }
+
+  /**
+   * Enforces the time limits at coarse time `now` (the server's periodic sweep): client preface,
+   * idle, a header block waiting for CONTINUATION, and streams whose request never completes.
+   */
+  /** Applies the time limits; true when it closed the connection or reset a stream (work was done). */
+  sweep(now: number, t: H2Timeouts): boolean {
+    if (this.state === ST_DEAD) return false;
+    if (this.state !== ST_OPEN) {
+      if (now - this.idleFrom >= t.prefaceMs) {
+        this.logger.debug({ ms: t.prefaceMs }, 'grpc connection closed: no client preface in time');
+        this.connectionError(PROTOCOL_ERROR, `no client preface within ${t.prefaceMs} ms`);
+        return true;
+      }
+      return false;
+    }
+    if (this.contId !== 0 && now - this.contStart >= t.requestReadMs) {
+      this.connectionError(PROTOCOL_ERROR, `header block not completed within ${t.requestReadMs} ms`);
+      return true;
+    }
+    let acted = false;
+    if (this.incomplete > 0) {
+      for (const s of this.streams.values()) {
+        if (!s.remoteClosed && now - s.openedAt >= t.requestReadMs) {
+          this.logger.debug({ ms: t.requestReadMs }, 'grpc stream reset: request not received in time');
+          this.resetStream(s, CANCEL);
+          acted = true;
+        }
+      }
+    }
+    if (t.idleMs > 0 && this.streams.size === 0 && now - this.idleFrom >= t.idleMs && !this.draining) {
+      this.logger.debug({ ms: t.idleMs }, 'grpc connection idle: sending GOAWAY');
+      this.shutdown();
+      acted = true;
+    }
+    return acted;
   }
 
   private parse(buf: Buffer): void {
@@ -256,19 +466,23 @@ export class H2Connection<S extends H2Stream> {
         this.onHeaders(flags, id, payload);
         return;
       case PRIORITY:
+        if (!this.controlFrame('PRIORITY')) return;
         if (id === 0) this.connectionError(PROTOCOL_ERROR, 'PRIORITY on stream 0');
         else if (payload.length !== 5) this.streamError(id, FRAME_SIZE_ERROR);
+        else if ((payload.readUInt32BE(0) & 0x7fffffff) === id) this.streamError(id, PROTOCOL_ERROR); // §5.3.1: depends on itself
         return;
       case RST_STREAM:
         this.onRstStream(id, payload);
         return;
       case SETTINGS:
+        if (!this.controlFrame('SETTINGS')) return;
         this.onSettings(flags, id, payload);
         return;
       case PUSH_PROMISE:
         this.connectionError(PROTOCOL_ERROR, 'PUSH_PROMISE from a client');
         return;
       case PING:
+        if (!this.controlFrame('PING')) return;
         if (id !== 0) this.connectionError(PROTOCOL_ERROR, 'PING on a stream');
         else if (payload.length !== 8) this.connectionError(FRAME_SIZE_ERROR, 'PING payload is not 8 bytes');
         else if ((flags & FLAG_ACK) === 0) this.writeFrame(PING, FLAG_ACK, 0, payload);
@@ -277,13 +491,16 @@ export class H2Connection<S extends H2Stream> {
         this.onGoaway(id, payload);
         return;
       case WINDOW_UPDATE:
+        if (!this.controlFrame('WINDOW_UPDATE')) return;
         this.onWindowUpdate(id, payload);
         return;
       case CONTINUATION:
         this.onContinuation(flags, id, payload);
         return;
       default:
-        return; // unknown frame types are ignored (RFC 9113 §5.5)
+        // Unknown frame types are ignored (RFC 9113 §5.5), but counted: they cost a parse each.
+        this.controlFrame('unknown-type');
+        return;
     }
   }
 
@@ -310,19 +527,20 @@ export class H2Connection<S extends H2Stream> {
       return;
     }
     const size = payload.length;
-    // Flow control counts the whole payload, padding included (RFC 9113 §6.1).
+    if (size === 0 && (flags & FLAG_END_STREAM) === 0 && !this.controlFrame('empty DATA')) return;
+    // Flow control counts the whole payload, padding included (RFC 9113 §6.1). Bytes not kept
+    // (padding, frames of closed streams) are re-granted by the next refill.
     this.recvWindow -= size;
     if (this.recvWindow < 0) {
       this.connectionError(FLOW_CONTROL_ERROR, 'connection flow-control window exceeded');
       return;
     }
-    this.consumed(size);
     const data = this.unpad(flags, payload, 0);
     if (data === undefined) return;
     const stream = this.streams.get(id);
     if (stream === undefined) {
       if (id > this.lastStreamId) this.connectionError(PROTOCOL_ERROR, 'DATA on an idle stream');
-      // Otherwise a stream we closed or reset: its late DATA is dropped (§5.1).
+      else this.closedStreamFrame(id, false);
       return;
     }
     if (stream.remoteClosed) {
@@ -334,12 +552,20 @@ export class H2Connection<S extends H2Stream> {
       this.streamError(id, FLOW_CONTROL_ERROR);
       return;
     }
-    if (data.length > 0) this.handler.onData(stream, data);
+    if (this.bodyLeft !== undefined && !this.bodyFits(id, data.length, (flags & FLAG_END_STREAM) !== 0)) return;
+    if (data.length > 0) {
+      // Counted before the handler runs: if it refuses the call, closeStream releases them.
+      stream.recvBuffered += data.length;
+      this.buffered += data.length;
+      this.handler.onData(stream, data);
+    }
     if ((flags & FLAG_END_STREAM) !== 0) {
       this.remoteEnd(stream);
     } else if (!stream.closed) {
+      // The stream window follows the message as it arrives; the connection window (refill) is
+      // what bounds the bytes held.
       stream.recvUnacked += size;
-      if (stream.recvUnacked >= STREAM_WINDOW / 2) {
+      if (stream.recvUnacked >= this.streamWindow >>> 1) {
         this.writeWindowUpdate(id, stream.recvUnacked);
         stream.recvWindow += stream.recvUnacked;
         stream.recvUnacked = 0;
@@ -347,20 +573,12 @@ export class H2Connection<S extends H2Stream> {
     }
   }
 
-  /** Connection-level window: re-granted once half of it is used. */
-  private consumed(size: number): void {
-    this.recvUnacked += size;
-    if (this.recvUnacked >= CONNECTION_WINDOW / 2) {
-      this.writeWindowUpdate(0, this.recvUnacked);
-      this.recvWindow += this.recvUnacked;
-      this.recvUnacked = 0;
-    }
-  }
-
+  /** The peer ended its side: the handler hears of it after the current chunk (runEnded). */
   private remoteEnd(stream: S): void {
+    if (stream.closed) return;
     stream.remoteClosed = true;
-    this.handler.onEnd(stream);
-    this.maybeClose(stream);
+    this.incomplete--;
+    this.ended.push(stream);
   }
 
   private onHeaders(flags: number, id: number, payload: Buffer): void {
@@ -374,11 +592,14 @@ export class H2Connection<S extends H2Stream> {
     }
     const fragment = this.unpad(flags, payload, (flags & FLAG_PRIORITY) !== 0 ? 5 : 0);
     if (fragment === undefined) return;
+    if ((flags & FLAG_PRIORITY) !== 0 && (payload.readUInt32BE((flags & FLAG_PADDED) !== 0 ? 1 : 0) & 0x7fffffff) === id) this.selfDependent = id;
     const endStream = (flags & FLAG_END_STREAM) !== 0;
     if ((flags & FLAG_END_HEADERS) !== 0) {
       this.onHeaderBlock(id, endStream, fragment);
       return;
     }
+    if (fragment.length === 0 && !this.controlFrame('empty HEADERS')) return;
+    this.contStart = this.clock.now;
     this.contId = id;
     this.contEnd = endStream;
     this.contParts = [fragment];
@@ -390,6 +611,7 @@ export class H2Connection<S extends H2Stream> {
       this.connectionError(PROTOCOL_ERROR, 'unexpected CONTINUATION');
       return;
     }
+    if (payload.length === 0 && (flags & FLAG_END_HEADERS) === 0 && !this.controlFrame('empty CONTINUATION')) return;
     this.contSize += payload.length;
     // A field block may legitimately be a little larger than the list it encodes (Huffman
     // expansion is the other way round); beyond that it is a CONTINUATION flood.
@@ -420,14 +642,22 @@ export class H2Connection<S extends H2Stream> {
     if (existing !== undefined) {
       // Trailers: they must end the stream.
       if (existing.remoteClosed) this.streamError(id, STREAM_CLOSED);
-      else if (!endStream) this.streamError(id, PROTOCOL_ERROR);
-      else this.remoteEnd(existing);
+      else if (!endStream || (result & FIELDS_MALFORMED) !== 0 || !validTrailerFields(fields)) this.streamError(id, PROTOCOL_ERROR);
+      else if (this.bodyLeft === undefined || this.bodyFits(id, 0, true)) this.remoteEnd(existing);
       return;
     }
-    if (id <= this.lastStreamId) return; // a stream we closed or reset; its fields were decoded for the table
+    if (id <= this.lastStreamId) {
+      this.closedStreamFrame(id, true); // its fields were decoded for the table all the same
+      return;
+    }
     this.lastStreamId = id;
     if (this.draining && id > this.goawayLastId) return; // after our GOAWAY: not processed (§6.8)
+    if (this.selfDependent === id) {
+      this.streamError(id, PROTOCOL_ERROR);
+      return;
+    }
     if (this.streams.size >= this.maxStreams) {
+      if (!this.countReset()) return;
       this.streamError(id, REFUSED_STREAM);
       return;
     }
@@ -443,17 +673,29 @@ export class H2Connection<S extends H2Stream> {
         return;
       }
       this.validFields = fields;
+      this.validLength = declaredLength(fields);
+    }
+    if (this.validLength >= 0) {
+      // §8.1.1: a body that will not match its content-length is malformed (rare: gRPC clients send none).
+      if (endStream && this.validLength > 0) {
+        this.streamError(id, PROTOCOL_ERROR);
+        return;
+      }
+      if (!endStream) (this.bodyLeft ??= new Map()).set(id, this.validLength);
     }
     const stream = this.handler.newStream(this, id, fields);
     stream.sendWindow = this.peerInitialWindow;
+    stream.recvWindow = this.streamWindow;
+    stream.openedAt = this.clock.now;
     // Set before onRequest: an immediate answer must not reset a stream the peer already ended.
     stream.remoteClosed = endStream;
+    if (!endStream) this.incomplete++;
+    // Each request earns back one control frame: clients that PING or WINDOW_UPDATE in step with
+    // their traffic (grpc-go's BDP pings) are never mistaken for a flood.
+    if (this.control > 0) this.control--;
     this.streams.set(id, stream);
     this.handler.onRequest(stream);
-    if (endStream && !stream.closed) {
-      this.handler.onEnd(stream);
-      this.maybeClose(stream);
-    }
+    if (endStream && !stream.closed) this.ended.push(stream);
   }
 
   private onRstStream(id: number, payload: Buffer): void {
@@ -470,7 +712,10 @@ export class H2Connection<S extends H2Stream> {
       return;
     }
     const stream = this.streams.get(id);
-    if (stream !== undefined) this.closeStream(stream);
+    if (stream === undefined) return;
+    if (!this.countReset()) return;
+    this.rememberClosed(id, CLOSED_BY_PEER_RST);
+    this.closeStream(stream);
   }
 
   private onSettings(flags: number, id: number, payload: Buffer): void {
@@ -509,7 +754,9 @@ export class H2Connection<S extends H2Stream> {
           for (const s of this.streams.values()) {
             s.sendWindow += delta;
             if (s.sendWindow > MAX_WINDOW) {
-              this.streamError(s.id, FLOW_CONTROL_ERROR);
+              // §6.9.2: a connection error, not a stream error.
+              this.connectionError(FLOW_CONTROL_ERROR, 'SETTINGS_INITIAL_WINDOW_SIZE takes a stream window above 2^31-1');
+              return;
             }
           }
           break;
@@ -738,6 +985,7 @@ export class H2Connection<S extends H2Stream> {
   }
 
   private writeRst(id: number, code: number): void {
+    this.rememberClosed(id, CLOSED_BY_US);
     const off = this.reserve(FRAME_HEADER + 4);
     writeFrameHeader(this.out, off, 4, RST_STREAM, 0, id);
     this.out.writeUInt32BE(code, off + FRAME_HEADER);
@@ -750,13 +998,72 @@ export class H2Connection<S extends H2Stream> {
   }
 
   private maybeClose(stream: S): void {
-    if (stream.localClosed && stream.remoteClosed && stream.pendingData === undefined) this.closeStream(stream);
+    if (stream.localClosed && stream.remoteClosed && stream.pendingData === undefined) {
+      this.rememberClosed(stream.id, CLOSED_BY_END);
+      this.closeStream(stream);
+    }
+  }
+
+  private rememberClosed(id: number, how: number): void {
+    const i = this.closedNext;
+    this.closedIds[i] = id;
+    this.closedHow[i] = how;
+    this.closedNext = (i + 1) % CLOSED_MEMORY;
+  }
+
+  /** How stream `id` closed (CLOSED_*; the latest if several), 0 when not remembered. */
+  private closedHowOf(id: number): number {
+    for (let k = 1; k <= CLOSED_MEMORY; k++) {
+      const i = (this.closedNext - k + CLOSED_MEMORY) % CLOSED_MEMORY;
+      if (this.closedIds[i] === id) return this.closedHow[i]!;
+    }
+    return 0;
+  }
+
+  /** DATA or a header block for a stream id at or below lastStreamId that is not open (§5.1, §5.1.1, §6.1). */
+  private closedStreamFrame(id: number, headers: boolean): void {
+    if (this.draining && id > this.goawayLastId) return; // after our GOAWAY: ignored (§6.8)
+    const how = this.closedHowOf(id);
+    if (how === CLOSED_BY_US) return; // sent before our RST_STREAM reached the peer
+    if (how === CLOSED_BY_END) {
+      this.connectionError(STREAM_CLOSED, `${headers ? 'HEADERS' : 'DATA'} on stream ${id} after its END_STREAM`);
+    } else if (how === CLOSED_BY_PEER_RST || !headers) {
+      // After the peer's reset; or DATA on a stream closed too long ago to remember (§6.1).
+      this.streamError(id, STREAM_CLOSED);
+    } else {
+      // A new stream whose id is not above all earlier ones (§5.1.1). Forgotten closures land
+      // here too: a client has no reason to send a header block on a stream it ended long ago.
+      this.connectionError(PROTOCOL_ERROR, `HEADERS on stream ${id}: stream ids must increase`);
+    }
+  }
+
+  /** §8.1.1: DATA beyond the declared content-length, or the end of the stream short of it, is malformed. */
+  private bodyFits(id: number, n: number, end: boolean): boolean {
+    const left = this.bodyLeft?.get(id);
+    if (left === undefined) return true;
+    const rest = left - n;
+    if (rest >= 0 && !(end && rest > 0)) {
+      if (end) this.bodyLeft?.delete(id);
+      else this.bodyLeft?.set(id, rest);
+      return true;
+    }
+    this.bodyLeft?.delete(id);
+    this.streamError(id, PROTOCOL_ERROR);
+    return false;
   }
 
   private closeStream(stream: S): void {
     if (stream.closed) return;
     stream.closed = true;
     this.streams.delete(stream.id);
+    this.bodyLeft?.delete(stream.id);
+    if (!stream.remoteClosed) this.incomplete--;
+    if (stream.recvBuffered !== 0) {
+      this.buffered -= stream.recvBuffered;
+      stream.recvBuffered = 0;
+      if (!this.parsing && this.state !== ST_DEAD) this.refill();
+    }
+    if (this.streams.size === 0) this.idleFrom = this.clock.now;
     this.handler.onClose(stream);
     if (this.draining && this.streams.size === 0 && this.state !== ST_DEAD) this.end();
   }
@@ -812,6 +1119,8 @@ export class H2Connection<S extends H2Stream> {
   private onSocketClose(): void {
     this.state = ST_DEAD;
     for (const s of [...this.streams.values()]) this.closeStream(s);
+    this.budget.give(this.held);
+    this.held = 0;
     this.handler.onConnectionClose(this);
   }
 }
@@ -856,7 +1165,23 @@ function validRequestFields(fields: string[]): boolean {
       regular = true;
       if (CONNECTION_SPECIFIC.has(name)) return false;
       if (name === 'te' && fields[i + 1] !== 'trailers') return false;
+      if (name === 'content-length' && !/^[0-9]{1,15}$/.test(fields[i + 1]!)) return false;
     }
   }
   return method && scheme && path;
+}
+
+/** The request's content-length (validated digits), -1 without one. */
+function declaredLength(fields: string[]): number {
+  for (let i = 0; i < fields.length; i += 2) if (fields[i] === 'content-length') return Number(fields[i + 1]);
+  return -1;
+}
+
+/** Trailer fields (RFC 9113 §8.1): no pseudo-headers, no connection-specific fields. */
+function validTrailerFields(fields: string[]): boolean {
+  for (let i = 0; i < fields.length; i += 2) {
+    const name = fields[i]!;
+    if (name.charCodeAt(0) === 0x3a || CONNECTION_SPECIFIC.has(name)) return false;
+  }
+  return true;
 }

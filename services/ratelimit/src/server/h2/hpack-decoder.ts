@@ -20,7 +20,7 @@ export const FIELDS_MALFORMED = 2;
 
 export class HpackDecoder {
   /** SETTINGS_HEADER_TABLE_SIZE we advertised: the most a size update may ask for. */
-  private readonly maxAllowed: number;
+  private maxAllowed: number;
   /** Current maximum (the last size update, or maxAllowed). */
   private capacity: number;
   private size = 0;
@@ -32,6 +32,20 @@ export class HpackDecoder {
   constructor(maxTableSize = 4096) {
     this.maxAllowed = maxTableSize;
     this.capacity = maxTableSize;
+  }
+
+  /**
+   * A new SETTINGS_HEADER_TABLE_SIZE was acknowledged by the peer. The peer's encoder must follow
+   * a smaller limit with a size update before its next reference; shrinking the table now gives
+   * the same table (the update evicts the same oldest entries) and bounds memory at once.
+   */
+  setMaxTableSize(size: number): void {
+    this.maxAllowed = size;
+    if (this.capacity > size) {
+      this.capacity = size;
+      this.tableChanges++;
+      this.evict(0);
+    }
   }
 
   /** Entries in the dynamic table, newest first (for tests and diagnostics). */

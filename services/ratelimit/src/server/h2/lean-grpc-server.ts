@@ -11,16 +11,21 @@ import { encodeGrpcMessage } from '../grpc-protocol.js';
 import type { GrpcRandom, GrpcServer, GrpcServerOptions, GrpcTlsOptions } from '../grpc-server.js';
 import { listenOn, removeStaleSocket, tlsContextOptions } from '../listen-support.js';
 import { silentLogger, type TransportLogger } from '../transport-logger.js';
-import { H2Connection, STREAM_WINDOW, type H2Handler, type H2Stream } from './connection.js';
+import { DEFAULT_GRPC_LIMITS, sweepIntervalMs, type GrpcLimits } from '../grpc-limits-settings.js';
+import { H2Connection, type H2Handler, type H2Options, type H2Stream, type H2Timeouts } from './connection.js';
+import { ReceiveBudget, type CoarseClock } from './receive-budget.js';
 import { OK_HEADERS_BLOCK, OK_TRAILERS_BLOCK, statusTrailersBlock, trailersOnlyBlock } from './hpack-encoder.js';
+import { GrpcCapacityLog } from '../grpc-capacity-log.js';
 
 class LeanCall extends GrpcCall implements H2Stream {
   readonly id: number;
   readonly conn: H2Connection<LeanCall>;
   fields: string[];
   sendWindow = 0;
-  recvWindow = STREAM_WINDOW;
+  recvWindow = 0;
   recvUnacked = 0;
+  recvBuffered = 0;
+  openedAt = 0;
   headersSent = false;
   localClosed = false;
   remoteClosed = false;
@@ -95,6 +100,15 @@ function onGraceOver(conn: H2Connection<LeanCall>): void {
   conn.destroy();
 }
 
+function onSweep(server: LeanServer): void {
+  server.sweep();
+}
+
+/** The flood counters (GRPC_MAX_RESETS_PER_SECOND, ...) count per window of this length. */
+const FLOOD_WINDOW_MS = 1000;
+/** Connection closes / stream resets done by one sweep before it yields to other work. */
+const SWEEP_ACTIONS_PER_TURN = 16;
+
 class LeanServer implements H2Handler<LeanCall> {
   readonly server: net.Server | tls.Server;
   readonly logger: TransportLogger;
@@ -106,19 +120,51 @@ class LeanServer implements H2Handler<LeanCall> {
   private readonly maxAgeMs: number;
   private readonly ageGraceMs: number;
   private readonly random: GrpcRandom;
+  private readonly limits: GrpcLimits;
+  private readonly h2: H2Options;
+  private readonly timeouts: H2Timeouts;
+  private readonly clock: CoarseClock;
+  private readonly now: () => number;
+  private readonly sweeper: NodeJS.Timeout;
+  private sweepPending = false;
+  private countersFrom: number;
+  private readonly capacityLog: GrpcCapacityLog;
 
   constructor(opts: GrpcServerOptions) {
     this.logger = opts.logger ?? silentLogger;
+    this.limits = opts.limits ?? DEFAULT_GRPC_LIMITS;
+    this.capacityLog = new GrpcCapacityLog(this.logger, this.limits.maxConnections);
+    this.now = opts.now ?? Date.now;
+    this.clock = { now: this.now() };
+    this.countersFrom = this.clock.now;
+    const l = this.limits;
+    this.timeouts = { prefaceMs: l.prefaceTimeoutMs, idleMs: l.idleTimeoutMs, requestReadMs: l.requestReadTimeoutMs };
     this.d = new GrpcDispatcher({ ...opts, logger: this.logger });
     this.maxStreams = opts.maxConcurrentStreams ?? 1000;
     this.verifyClient = opts.tls?.verifyClient;
     this.maxAgeMs = opts.maxConnectionAgeMs ?? 0;
     this.ageGraceMs = opts.maxConnectionAgeGraceMs ?? 0;
     this.random = opts.random ?? { int: (max) => Math.floor(Math.random() * max) };
+    this.h2 = {
+      maxConcurrentStreams: this.maxStreams,
+      logger: this.logger,
+      maxHeaderListSize: l.maxHeaderListBytes,
+      streamWindow: l.streamWindowBytes,
+      connectionWindow: l.connectionWindowBytes,
+      connectionBuffer: l.connectionBufferBytes,
+      budget: new ReceiveBudget(l.processBufferBytes),
+      clock: this.clock,
+      maxResets: l.maxResetsPerSecond,
+      maxControlFrames: l.maxControlFramesPerSecond,
+    };
+    this.sweeper = setInterval(onSweep, sweepIntervalMs(l), this);
+    this.sweeper.unref();
     if (opts.tls !== undefined) {
       this.server = tls.createServer(
         {
           ...tlsContextOptions(opts.tls),
+          // The preface timeout covers the TLS handshake too (node's default is 120 s).
+          handshakeTimeout: l.prefaceTimeoutMs,
           requestCert: opts.tls.requestClientCert === true,
           rejectUnauthorized: opts.tls.requestClientCert === true,
           ALPNProtocols: ['h2'],
@@ -155,14 +201,74 @@ class LeanServer implements H2Handler<LeanCall> {
       socket.destroy();
       return;
     }
+    if (this.connections.size >= this.limits.maxConnections && !this.makeRoom()) {
+      socket.destroy();
+      return;
+    }
     socket.setNoDelay(true);
-    const conn = new H2Connection<LeanCall>(socket, this, { maxConcurrentStreams: this.maxStreams, logger: this.logger }, Date.now());
+    const conn = new H2Connection<LeanCall>(socket, this, this.h2, this.now());
     const timers: ConnectionTimers = { age: undefined, grace: undefined };
     this.connections.set(conn, timers);
     if (this.maxAgeMs > 0) {
       const ageMs = jitteredAge(this.maxAgeMs, this.random);
       timers.age = setTimeout(onAge, ageMs, conn, this, ageMs);
       timers.age.unref();
+    }
+  }
+
+  /**
+   * At GRPC_MAX_CONNECTIONS: closes the connection idle the longest (no preface yet first, then
+   * no open stream) so a new client, a health checker say, gets in. False when all are busy.
+   */
+  private makeRoom(): boolean {
+    let victim: H2Connection<LeanCall> | undefined;
+    let since = Infinity;
+    for (const c of this.connections.keys()) {
+      if (c.isIdle && c.idleSince < since) {
+        victim = c;
+        since = c.idleSince;
+      }
+    }
+    const now = this.clock.now;
+    if (victim === undefined) {
+      this.capacityLog.refusal(now);
+      return false;
+    }
+    this.capacityLog.eviction(now);
+    // Forgotten at once so the count is right; GOAWAY is written, then the socket is destroyed
+    // at once to free its descriptor.
+    this.onConnectionClose(victim);
+    victim.shutdown();
+    victim.destroy();
+    return true;
+  }
+
+  /** The periodic check of the time limits and the start of a new flood-counting window. */
+  sweep(): void {
+    if (this.sweepPending) return;
+    const now = this.now();
+    this.clock.now = now;
+    const newWindow = now - this.countersFrom >= FLOOD_WINDOW_MS;
+    if (newWindow) this.countersFrom = now;
+    this.sweepFrom(this.connections.keys(), now, newWindow);
+  }
+
+  /**
+   * Thousands of connections can expire in one sweep (a connection flood reaching its preface
+   * timeout together); closing them all in one turn stalled other clients for 100+ ms. At most
+   * SWEEP_ACTIONS_PER_TURN closes/resets per turn, the rest continue on the next turn.
+   */
+  private sweepFrom(it: Iterator<H2Connection<LeanCall>>, now: number, newWindow: boolean): void {
+    this.sweepPending = false;
+    let acted = 0;
+    for (let r = it.next(); r.done !== true; r = it.next()) {
+      const conn = r.value;
+      if (newWindow) conn.resetCounters();
+      if (conn.sweep(now, this.timeouts) && ++acted >= SWEEP_ACTIONS_PER_TURN) {
+        this.sweepPending = true;
+        setImmediate(() => this.sweepFrom(it, now, newWindow));
+        return;
+      }
     }
   }
 
@@ -279,6 +385,7 @@ class LeanServer implements H2Handler<LeanCall> {
 
   async close(graceMs: number): Promise<void> {
     this.closing = true;
+    clearInterval(this.sweeper);
     this.d.endWatches();
     if (!this.server.listening) {
       for (const conn of this.connections.keys()) conn.destroy();

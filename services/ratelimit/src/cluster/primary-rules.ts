@@ -1,0 +1,93 @@
+// The rule source of worker mode, owned once by the primary: the file watcher (CONFIG_TYPE=FILE)
+// or the one xDS client (GRPC_XDS_SOTW) runs here, every load is validated here, counted once
+// (config_load_success / config_load_error, runtime.*) in the aggregate registry and logged once,
+// and each good load becomes the next snapshot the workers compile (rule-snapshot.ts). A failed
+// load publishes nothing: the workers keep the last good rules, as a single process does. The
+// management server therefore sees one client, and every worker serves the same version.
+import type { Logger } from '../logger.js';
+import { FileRuleProvider, type RuleSink } from '../provider/file-provider.js';
+import type { RuleSnapshot } from '../provider/rule-snapshot.js';
+import { createXdsRuleProvider, type XdsRuleProvider } from '../provider/xds-rule-provider.js';
+import { xdsConnectionOptions } from '../provider/xds-settings.js';
+import type { Settings } from '../settings.js';
+import type { StatsStore } from '../stats/stats-store.js';
+
+/** The stats of rule loading: counted by the primary only (StatsAggregator ignores the workers' copies). */
+export const CONFIG_LOAD_SUCCESS = 'ratelimit.service.config_load_success';
+export const CONFIG_LOAD_ERROR = 'ratelimit.service.config_load_error';
+export const PRIMARY_OWNED_STATS: ReadonlySet<string> = new Set([CONFIG_LOAD_SUCCESS, CONFIG_LOAD_ERROR, 'runtime.load_attempts', 'runtime.load_failures', 'runtime.num_values']);
+
+export interface PrimaryRuleSource {
+  /** The latest good snapshot (undefined before the first) and its sequence number. */
+  current(): { seq: number; snapshot: RuleSnapshot | undefined };
+  /** Called after every good load with the new snapshot. */
+  onChange(fn: (seq: number, snapshot: RuleSnapshot) => void): void;
+  /**
+   * Resolves when workers may start: at once for files (the first load is done) and with
+   * FORCE_START_WITHOUT_INITIAL_CONFIG; otherwise at the first xDS configuration event.
+   */
+  readonly startable: Promise<void>;
+  /** The xDS client, when CONFIG_TYPE=GRPC_XDS_SOTW. */
+  readonly xds: XdsRuleProvider | undefined;
+  stop(): void;
+}
+
+export interface PrimaryRuleDeps {
+  /** The aggregate registry (what the sinks and every worker's /stats show). */
+  stats: StatsStore;
+  logger: Logger;
+}
+
+export function startPrimaryRuleSource(settings: Settings, deps: PrimaryRuleDeps): PrimaryRuleSource {
+  const { stats, logger } = deps;
+  const loadSuccess = stats.counter(CONFIG_LOAD_SUCCESS);
+  const loadError = stats.counter(CONFIG_LOAD_ERROR);
+  // The primary serves no requests: the compiled rule set only proves the load valid.
+  const sink: RuleSink = { setRuleSet: () => loadSuccess.inc(), recordConfigError: () => loadError.inc() };
+  let seq = 0;
+  let snapshot: RuleSnapshot | undefined;
+  const listeners: ((seq: number, snapshot: RuleSnapshot) => void)[] = [];
+  const publish = (next: RuleSnapshot): void => {
+    seq += 1;
+    snapshot = next;
+    for (const l of listeners) l(seq, next);
+  };
+  const base = {
+    current: () => ({ seq, snapshot }),
+    onChange: (fn: (seq: number, snapshot: RuleSnapshot) => void) => void listeners.push(fn),
+  };
+
+  if (settings.configType === 'GRPC_XDS_SOTW') {
+    const xds = createXdsRuleProvider({
+      ...xdsConnectionOptions(settings),
+      sink,
+      stats,
+      logger: logger.child({ component: 'xds' }),
+    });
+    xds.onSnapshot(publish);
+    xds.start();
+    if (!settings.forceStartWithoutInitialConfig) logger.info({ server: settings.xdsServerUrl }, 'waiting for the first configuration from the xDS management server');
+    return { ...base, xds, startable: settings.forceStartWithoutInitialConfig ? Promise.resolve() : xds.firstConfigEvent, stop: () => xds.stop() };
+  }
+
+  const files = new FileRuleProvider(
+    {
+      runtimeRoot: settings.runtimeRoot,
+      runtimeSubdirectory: settings.runtimeSubdirectory,
+      runtimeAppDirectory: settings.runtimeAppDirectory,
+      ignoreDotfiles: settings.runtimeIgnoreDotfiles,
+      watchRoot: settings.runtimeWatchRoot,
+      debounceMs: settings.runtimeWatchDebounceMs,
+      mergeDomainConfig: settings.mergeDomainConfig,
+    },
+    { sink, stats, logger: logger.child({ component: 'rules' }) },
+  );
+  let loads = 0;
+  files.onLoad((outcome) => {
+    loads += 1;
+    if (outcome.ok) publish({ kind: 'file', version: String(loads), sources: outcome.sources });
+  });
+  files.load();
+  files.start();
+  return { ...base, xds: undefined, startable: Promise.resolve(), stop: () => files.stop() };
+}

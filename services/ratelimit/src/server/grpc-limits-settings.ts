@@ -1,0 +1,170 @@
+// Bounds on what a gRPC client can make the process hold (house rule 15): connections, time
+// without progress, bytes buffered per connection and per process, frame floods. Declared in the
+// settings schema's form so settings.ts spreads them into SETTING_DEFS; both transports read the
+// same values (GRPC_TRANSPORT=node as far as node:http2 allows, see docs/ratelimit.md).
+import { def } from '../settings/schema.js';
+import { parseDurationMs, parseInteger } from '../settings/parse.js';
+
+const KIB = 1024;
+const MIB = 1024 * 1024;
+/** The largest gRPC request message (grpc-go's default receive limit) plus its 5-byte prefix. */
+const MAX_MESSAGE_FRAME = 4 * MIB + 5;
+
+const positiveDurationMs = (raw: string): number => {
+  const ms = parseDurationMs(raw);
+  if (ms <= 0) throw new Error('expected a positive duration such as 10s');
+  return ms;
+};
+
+export const GRPC_LIMIT_SETTING_DEFS = {
+  grpcMaxConnections: def({
+    name: 'GRPC_MAX_CONNECTIONS',
+    default: '4096',
+    meaning:
+      'Open gRPC connections per process. At the limit a new connection first evicts the longest-idle one (no client preface yet, or no open stream); only when every connection is busy is it refused, with a warning in the log. 4096 leaves room in the usual 65536-descriptor limit for the HTTP, debug and store sockets, and is far above what Envoy needs (a handful of long-lived pooled connections per Envoy worker).',
+    parse: (raw) => parseInteger(raw, 1, 1_000_000),
+  }),
+  grpcPrefaceTimeoutMs: def({
+    name: 'GRPC_PREFACE_TIMEOUT',
+    default: '10s',
+    meaning: 'A new gRPC connection must complete its TLS handshake and send the HTTP/2 client preface and SETTINGS within this long (duration), or it is closed.',
+    parse: positiveDurationMs,
+  }),
+  grpcIdleTimeoutMs: def({
+    name: 'GRPC_IDLE_TIMEOUT',
+    default: '10m',
+    meaning:
+      'A gRPC connection with no open stream for this long is sent GOAWAY (NO_ERROR) and closed (duration; 0 = never). Envoy reconnects transparently; its own health checks keep a used connection from ever being idle this long.',
+    parse: (raw) => parseDurationMs(raw),
+  }),
+  grpcRequestReadTimeoutMs: def({
+    name: 'GRPC_REQUEST_READ_TIMEOUT',
+    default: '10s',
+    meaning:
+      'A request must arrive whole within this long of its first HEADERS frame (duration): a header block still waiting for CONTINUATION closes the connection, a stream whose message never completes is reset (CANCEL).',
+    parse: positiveDurationMs,
+  }),
+  grpcMaxHeaderListBytes: def({
+    name: 'GRPC_MAX_HEADER_LIST_SIZE',
+    default: '16384',
+    meaning:
+      'SETTINGS_MAX_HEADER_LIST_SIZE advertised and enforced (bytes, RFC 7541 sizing: name + value + 32 per field). A larger request header list is refused (stream reset ENHANCE_YOUR_CALM); the header block itself may be at most this plus one frame, or the connection is closed.',
+    parse: (raw) => parseInteger(raw, 1024, 1 * MIB),
+  }),
+  grpcStreamWindowBytes: def({
+    name: 'GRPC_STREAM_WINDOW',
+    default: '65535',
+    meaning:
+      'HTTP/2 SETTINGS_INITIAL_WINDOW_SIZE (bytes): what a client may send on one stream before the server grants more. Further window is granted only while that stream\'s message is still arriving; it is a fairness bound, the memory bound is GRPC_CONNECTION_BUFFER.',
+    parse: (raw) => parseInteger(raw, 1024, 2 ** 31 - 1),
+  }),
+  grpcConnectionWindowBytes: def({
+    name: 'GRPC_CONNECTION_WINDOW',
+    default: '1048576',
+    meaning:
+      'HTTP/2 connection-level receive window the server keeps open (bytes), re-granted as received bytes are consumed by complete messages; never more than GRPC_CONNECTION_BUFFER minus what the connection holds.',
+    parse: (raw) => parseInteger(raw, 65535, 2 ** 31 - 1),
+  }),
+  grpcConnectionBufferBytes: def({
+    name: 'GRPC_CONNECTION_BUFFER',
+    default: String(8 * MIB),
+    meaning:
+      'Request bytes one gRPC connection may have buffered in incomplete messages (bytes). A connection at its budget gets no more flow-control window; a client that sends beyond the window it was granted gets FLOW_CONTROL_ERROR. Must hold one message of the maximum size (4 MiB + 5).',
+    parse: (raw) => parseInteger(raw, MAX_MESSAGE_FRAME, 2 ** 31 - 1),
+  }),
+  grpcProcessBufferBytes: def({
+    name: 'GRPC_PROCESS_BUFFER',
+    default: String(128 * MIB),
+    meaning:
+      'Request bytes all gRPC connections of a process together may have buffered or granted as flow-control window beyond HTTP/2\'s fixed initial 64 KiB per connection (bytes). When used up, connections only recycle their initial window. Worst case per process: this + GRPC_MAX_CONNECTIONS × 64 KiB.',
+    parse: (raw) => parseInteger(raw, MAX_MESSAGE_FRAME, 2 ** 40),
+  }),
+  grpcMaxResetsPerSecond: def({
+    name: 'GRPC_MAX_RESETS_PER_SECOND',
+    default: '500',
+    meaning:
+      'Streams a gRPC connection may have reset (by the client, or refused by the server) per second; one more and the connection gets GOAWAY ENHANCE_YOUR_CALM and is closed (rapid reset, CVE-2023-44487). Envoy cancels a rate limit call only when its own downstream request goes away.',
+    parse: (raw) => parseInteger(raw, 1),
+  }),
+  grpcMaxControlFramesPerSecond: def({
+    name: 'GRPC_MAX_CONTROL_FRAMES_PER_SECOND',
+    default: '1000',
+    meaning:
+      'Frames that carry no request per gRPC connection per second: PING, SETTINGS, WINDOW_UPDATE, PRIORITY, empty DATA without END_STREAM, empty HEADERS/CONTINUATION fragments, unknown types; each request earns one back (PINGs in step with traffic, such as grpc-go\'s BDP pings, are not a flood). One more and the connection gets GOAWAY ENHANCE_YOUR_CALM and is closed.',
+    parse: (raw) => parseInteger(raw, 1),
+  }),
+} as const;
+
+/** The parsed values, as the gRPC server options carry them. */
+export interface GrpcLimits {
+  readonly maxConnections: number;
+  readonly prefaceTimeoutMs: number;
+  /** 0: never. */
+  readonly idleTimeoutMs: number;
+  readonly requestReadTimeoutMs: number;
+  readonly maxHeaderListBytes: number;
+  readonly streamWindowBytes: number;
+  readonly connectionWindowBytes: number;
+  readonly connectionBufferBytes: number;
+  readonly processBufferBytes: number;
+  readonly maxResetsPerSecond: number;
+  readonly maxControlFramesPerSecond: number;
+}
+
+/** The defaults of GRPC_LIMIT_SETTING_DEFS (for servers built without settings, e.g. in tests). */
+export const DEFAULT_GRPC_LIMITS: GrpcLimits = {
+  maxConnections: 4096,
+  prefaceTimeoutMs: 10_000,
+  idleTimeoutMs: 600_000,
+  requestReadTimeoutMs: 10_000,
+  maxHeaderListBytes: 16 * KIB,
+  streamWindowBytes: 65_535,
+  connectionWindowBytes: 1 * MIB,
+  connectionBufferBytes: 8 * MIB,
+  processBufferBytes: 128 * MIB,
+  maxResetsPerSecond: 500,
+  maxControlFramesPerSecond: 1000,
+};
+
+export interface GrpcLimitSettingsView {
+  readonly grpcMaxConnections: number;
+  readonly grpcPrefaceTimeoutMs: number;
+  readonly grpcIdleTimeoutMs: number;
+  readonly grpcRequestReadTimeoutMs: number;
+  readonly grpcMaxHeaderListBytes: number;
+  readonly grpcStreamWindowBytes: number;
+  readonly grpcConnectionWindowBytes: number;
+  readonly grpcConnectionBufferBytes: number;
+  readonly grpcProcessBufferBytes: number;
+  readonly grpcMaxResetsPerSecond: number;
+  readonly grpcMaxControlFramesPerSecond: number;
+}
+
+export function grpcLimitsOf(s: GrpcLimitSettingsView): GrpcLimits {
+  return {
+    maxConnections: s.grpcMaxConnections,
+    prefaceTimeoutMs: s.grpcPrefaceTimeoutMs,
+    idleTimeoutMs: s.grpcIdleTimeoutMs,
+    requestReadTimeoutMs: s.grpcRequestReadTimeoutMs,
+    maxHeaderListBytes: s.grpcMaxHeaderListBytes,
+    streamWindowBytes: s.grpcStreamWindowBytes,
+    connectionWindowBytes: s.grpcConnectionWindowBytes,
+    connectionBufferBytes: s.grpcConnectionBufferBytes,
+    processBufferBytes: s.grpcProcessBufferBytes,
+    maxResetsPerSecond: s.grpcMaxResetsPerSecond,
+    maxControlFramesPerSecond: s.grpcMaxControlFramesPerSecond,
+  };
+}
+
+/** How often the time limits are checked: a quarter of the shortest, between 25 ms and 1 s. */
+export function sweepIntervalMs(l: GrpcLimits): number {
+  const shortest = Math.min(l.prefaceTimeoutMs, l.requestReadTimeoutMs, l.idleTimeoutMs > 0 ? l.idleTimeoutMs : Infinity);
+  return Math.max(25, Math.min(1000, Math.floor(shortest / 4)));
+}
+
+/** Cross-field check: the process budget must hold at least one connection's budget. */
+export function checkGrpcLimitSettings(s: GrpcLimitSettingsView, fail: (message: string) => void): void {
+  if (s.grpcProcessBufferBytes < s.grpcConnectionBufferBytes) {
+    fail(`GRPC_PROCESS_BUFFER (${s.grpcProcessBufferBytes}) must be at least GRPC_CONNECTION_BUFFER (${s.grpcConnectionBufferBytes})`);
+  }
+}
