@@ -7,14 +7,14 @@
 // Everything is bounded: each phase lasts --seconds, each attack has its own count bound, and the
 // bench stops every process it started when it ends (or on Ctrl-C).
 import { fork, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { encodeRateLimitRequest } from '../packages/rls-proto/dist/src/index.js';
 import { ATTACKS } from './lib/hostile-attacks.mjs';
-import { cpuMs, fmt, freePort, grpcFrame, repoRoot, start, startRedis, table, tmp, waitPort } from './lib/harness.mjs';
+import { cpuMs, fmt, freePort, grpcFrame, repoRoot, start, startRedis, rulesEnv, table, waitPort } from './lib/harness.mjs';
 
 const USAGE = `usage: bash bench/hostile.sh [options]
   --seconds N      length of each phase (alone, then under attack), default 20
@@ -93,15 +93,10 @@ const NICE = Math.min(19, num('attacker-nice', 0));
 
 const PATH = '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit';
 
+// Limits never hit: every request takes the Redis path (INCRBY + EXPIRE), the path whose
+// latency the limits must not cost. `user` is the per-value statistics rule of stats-scrape.
 function rulesDir() {
-  const root = tmp('bench-hostile-rules-');
-  const dir = join(root, 'current', 'rl', 'config');
-  mkdirSync(dir, { recursive: true });
-  // Limits never hit: every request takes the Redis path (INCRBY + EXPIRE), the path whose
-  // latency the limits must not cost. `user` is the per-value statistics rule of stats-scrape.
-  writeFileSync(
-    join(dir, 'bench.yaml'),
-    `domain: bench
+  return rulesEnv(`domain: bench
 descriptors:
   - key: client
     rate_limit: { unit: hour, requests_per_unit: 4000000000 }
@@ -110,9 +105,7 @@ descriptors:
   - key: user
     detailed_metric: true
     rate_limit: { unit: hour, requests_per_unit: 4000000000 }
-`,
-  );
-  return { RUNTIME_ROOT: join(root, 'current'), RUNTIME_SUBDIRECTORY: 'rl', RUNTIME_APPDIRECTORY: 'config' };
+`);
 }
 
 const redis = await startRedis();

@@ -7,10 +7,9 @@
 // Environment: DURATION (s, default 5), ONLY (comma list of scenario names).
 // Run: bench/rls-grpc.sh cluster   (or node bench/rls-grpc-cluster.mjs)
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { encodeRateLimitRequest } from '../packages/rls-proto/dist/src/index.js';
-import { cpuMs, fmt, freePort, grpcFrame, h2loadGrpc, repoRoot, start, startRedis, table, tmp, waitPort } from './lib/harness.mjs';
+import { cpuMs, fmt, freePort, grpcFrame, h2loadGrpc, repoRoot, start, startRedis, rulesEnv, table, tmp, waitPort } from './lib/harness.mjs';
 
 const DURATION = Number(process.env.DURATION ?? 5);
 const ONLY = process.env.ONLY?.split(',');
@@ -45,11 +44,7 @@ async function startCluster(n = 3) {
 }
 
 function rulesDir() {
-  const root = tmp('bench-rules-');
-  const dir = join(root, 'current', 'rl', 'config');
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'bench.yaml'), 'domain: bench\ndescriptors:\n  - key: client\n    rate_limit: { unit: hour, requests_per_unit: 4000000000 }\n');
-  return { RUNTIME_ROOT: join(root, 'current'), RUNTIME_SUBDIRECTORY: 'rl', RUNTIME_APPDIRECTORY: 'config' };
+  return rulesEnv('domain: bench\ndescriptors:\n  - key: client\n    rate_limit: { unit: hour, requests_per_unit: 4000000000 }\n');
 }
 
 const body = (n) =>

@@ -11,10 +11,9 @@
 //   grpc-js + rlf     @grpc/grpc-js + protobufjs + rate-limiter-flexible on ioredis
 // Environment: DURATION (s, default 10), CLIENTS (10), STREAMS (10), ONLY (comma list of names),
 // ROUNDS (default 1): the servers are measured in turn ROUNDS times and the medians printed.
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { encodeRateLimitRequest } from '../packages/rls-proto/dist/src/index.js';
-import { cpuMs, fmt, freePort, grpcFrame, h2loadGrpc, repoRoot, start, startRedis, table, tmp, waitPort } from './lib/harness.mjs';
+import { cpuMs, fmt, freePort, grpcFrame, h2loadGrpc, repoRoot, start, startRedis, rulesEnv, table, waitPort } from './lib/harness.mjs';
 
 const DURATION = Number(process.env.DURATION ?? 10);
 const CLIENTS = Number(process.env.CLIENTS ?? 10);
@@ -24,20 +23,13 @@ const ROUNDS = Math.max(1, Number(process.env.ROUNDS ?? 1));
 const PATH = '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit';
 
 function rulesDir() {
-  const root = tmp('bench-rules-');
-  const dir = join(root, 'current', 'rl', 'config');
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(
-    join(dir, 'bench.yaml'),
-    `domain: bench
+  return rulesEnv(`domain: bench
 descriptors:
   - key: client
     rate_limit: { unit: hour, requests_per_unit: 4000000000 }
   - key: blocked
     rate_limit: { unit: hour, requests_per_unit: 0 }
-`,
-  );
-  return { RUNTIME_ROOT: join(root, 'current'), RUNTIME_SUBDIRECTORY: 'rl', RUNTIME_APPDIRECTORY: 'config' };
+`);
 }
 
 function body(key) {

@@ -7,11 +7,10 @@
 // request (primary + workers, from /proc) and a projection: the req/s the server could sustain on
 // min(workers, cores) dedicated cores at that CPU cost (1 core for a single process).
 // Environment: DURATION (s, default 10), CLIENTS (10), STREAMS (10), WORKERS (2), ONLY (names).
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { join } from 'node:path';
 import { encodeRateLimitRequest } from '../packages/rls-proto/dist/src/index.js';
-import { cpuMs, fmt, freePort, grpcFrame, h2loadGrpc, repoRoot, start, startRedis, table, tmp, waitPort } from './lib/harness.mjs';
+import { cpuMs, fmt, freePort, grpcFrame, h2loadGrpc, repoRoot, start, startRedis, rulesEnv, table, waitPort } from './lib/harness.mjs';
 
 const DURATION = Number(process.env.DURATION ?? 10);
 const CLIENTS = Number(process.env.CLIENTS ?? 10);
@@ -22,11 +21,7 @@ const PATH = '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit';
 const CORES = availableParallelism();
 
 function rulesDir() {
-  const root = tmp('bench-rules-');
-  const dir = join(root, 'current', 'rl', 'config');
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'bench.yaml'), 'domain: bench\ndescriptors:\n  - key: client\n    rate_limit: { unit: hour, requests_per_unit: 4000000000 }\n');
-  return { RUNTIME_ROOT: join(root, 'current'), RUNTIME_SUBDIRECTORY: 'rl', RUNTIME_APPDIRECTORY: 'config' };
+  return rulesEnv('domain: bench\ndescriptors:\n  - key: client\n    rate_limit: { unit: hour, requests_per_unit: 4000000000 }\n');
 }
 
 async function startMemcached() {

@@ -1,7 +1,7 @@
 // Shared plumbing for the bench scripts: private redis-server, child servers, CPU accounting from
 // /proc, and h2load / wrk runners that return parsed figures. Benchmarks print; they never assert.
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { readFileSync, mkdirSync, mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { createServer, createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,6 +24,15 @@ export function tmp(prefix = 'bench-') {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   return dir;
+}
+
+/** Writes one rule file (domain `bench`) into a fresh runtime tree; returns the service's RUNTIME_* env. */
+export function rulesEnv(yaml) {
+  const root = tmp('bench-rules-');
+  const dir = join(root, 'current', 'rl', 'config');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'bench.yaml'), yaml);
+  return { RUNTIME_ROOT: join(root, 'current'), RUNTIME_SUBDIRECTORY: 'rl', RUNTIME_APPDIRECTORY: 'config' };
 }
 
 const children = new Set();

@@ -16,7 +16,7 @@ import type { RuleSet } from './config/rule-set.js';
 import { HealthChecker, trackStoreHealth } from './health.js';
 import type { LimiterOptions } from './limiter/options.js';
 import type { Logger } from './logger.js';
-import { FileRuleProvider } from './provider/file-provider.js';
+import { fileProviderOptions, FileRuleProvider } from './provider/file-provider.js';
 import { createDebugServer, type DebugServer } from './server/debug-server.js';
 import { createGrpcServer, type GrpcServer } from './server/grpc-server.js';
 import { grpcLimitsOf } from './server/grpc-limits-settings.js';
@@ -228,15 +228,7 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
     maxConnections: settings.debugMaxConnections,
   });
   const fileProvider = new FileRuleProvider(
-    {
-      runtimeRoot: settings.runtimeRoot,
-      runtimeSubdirectory: settings.runtimeSubdirectory,
-      runtimeAppDirectory: settings.runtimeAppDirectory,
-      ignoreDotfiles: settings.runtimeIgnoreDotfiles,
-      watchRoot: settings.runtimeWatchRoot,
-      debounceMs: settings.runtimeWatchDebounceMs,
-      mergeDomainConfig: settings.mergeDomainConfig,
-    },
+    fileProviderOptions(settings),
     { sink: service, stats, logger: logger.child({ component: 'rules' }) },
   );
   const rulesDirectory = fileProvider.directory;

@@ -2,7 +2,7 @@
 // upstream aliases, default, meaning. `loadSettings` parses them all at start-up, lists every bad
 // variable in one error, and returns a frozen object that is passed down to the components.
 // docs/ratelimit.md's settings table is generated from SETTING_DEFS (scripts/settings-doc.ts).
-import { def, SettingsReader, type Env, type SettingDef } from './settings/schema.js';
+import { def, SettingsReader, type Env, type SettingDef, type ValuesOf } from './settings/schema.js';
 import { clampedFloat, clampedInt, nonNegativeDurationMs, parseBool, parseDurationMs, parseEnum, parseGoPort, parseInteger } from './settings/parse.js';
 import { resolveStatsOptions, STATS_SETTING_DEFS } from './stats/stats-settings.js';
 import { checkXdsSettings, XDS_SETTING_DEFS } from './provider/xds-settings.js';
@@ -199,9 +199,7 @@ export const SETTING_DEFS = {
   ...TRACING_SETTING_DEFS,
 } as const;
 
-type Defs = typeof SETTING_DEFS;
-type ValueOf<D> = D extends SettingDef<infer T> ? T : never;
-export type Settings = { readonly [K in keyof Defs]: ValueOf<Defs[K]> };
+export type Settings = ValuesOf<typeof SETTING_DEFS>;
 
 export interface LoadedSettings {
   settings: Settings;

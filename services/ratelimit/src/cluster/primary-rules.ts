@@ -5,7 +5,7 @@
 // load publishes nothing: the workers keep the last good rules, as a single process does. The
 // management server therefore sees one client, and every worker serves the same version.
 import type { Logger } from '../logger.js';
-import { FileRuleProvider, type RuleSink } from '../provider/file-provider.js';
+import { fileProviderOptions, FileRuleProvider, type RuleSink } from '../provider/file-provider.js';
 import type { RuleSnapshot } from '../provider/rule-snapshot.js';
 import { createXdsRuleProvider, type XdsRuleProvider } from '../provider/xds-rule-provider.js';
 import { xdsConnectionOptions } from '../provider/xds-settings.js';
@@ -71,15 +71,7 @@ export function startPrimaryRuleSource(settings: Settings, deps: PrimaryRuleDeps
   }
 
   const files = new FileRuleProvider(
-    {
-      runtimeRoot: settings.runtimeRoot,
-      runtimeSubdirectory: settings.runtimeSubdirectory,
-      runtimeAppDirectory: settings.runtimeAppDirectory,
-      ignoreDotfiles: settings.runtimeIgnoreDotfiles,
-      watchRoot: settings.runtimeWatchRoot,
-      debounceMs: settings.runtimeWatchDebounceMs,
-      mergeDomainConfig: settings.mergeDomainConfig,
-    },
+    fileProviderOptions(settings),
     { sink, stats, logger: logger.child({ component: 'rules' }) },
   );
   let loads = 0;

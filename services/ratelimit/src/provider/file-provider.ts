@@ -42,6 +42,29 @@ export interface FileProviderOptions {
   readonly mergeDomainConfig: boolean;
 }
 
+/** The RUNTIME_* settings the provider is built from. */
+export interface FileProviderSettingsView {
+  readonly runtimeRoot: string;
+  readonly runtimeSubdirectory: string;
+  readonly runtimeAppDirectory: string;
+  readonly runtimeIgnoreDotfiles: boolean;
+  readonly runtimeWatchRoot: boolean;
+  readonly runtimeWatchDebounceMs: number;
+  readonly mergeDomainConfig: boolean;
+}
+
+export function fileProviderOptions(s: FileProviderSettingsView): FileProviderOptions {
+  return {
+    runtimeRoot: s.runtimeRoot,
+    runtimeSubdirectory: s.runtimeSubdirectory,
+    runtimeAppDirectory: s.runtimeAppDirectory,
+    ignoreDotfiles: s.runtimeIgnoreDotfiles,
+    watchRoot: s.runtimeWatchRoot,
+    debounceMs: s.runtimeWatchDebounceMs,
+    mergeDomainConfig: s.mergeDomainConfig,
+  };
+}
+
 /** Injected timers, so the debounce can be driven by tests or a fake clock. */
 export interface ProviderTimers {
   setTimeout(fn: () => void, ms: number): unknown;

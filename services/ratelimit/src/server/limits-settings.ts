@@ -3,7 +3,7 @@
 // their translation into the options of the decoders and servers. docs/ratelimit.md
 // ("Request and connection bounds") gives the measurements behind the defaults.
 import { DEFAULT_REQUEST_LIMITS, type RequestLimits } from '@rls/rls-proto';
-import { def, type SettingDef } from '../settings/schema.js';
+import { def, type ValuesOf } from '../settings/schema.js';
 import { parseDurationMs, parseInteger } from '../settings/parse.js';
 import type { HttpTimeouts } from './connection-guard.js';
 
@@ -71,9 +71,7 @@ export const LIMIT_SETTING_DEFS = {
   }),
 } as const;
 
-type Defs = typeof LIMIT_SETTING_DEFS;
-type ValueOf<D> = D extends SettingDef<infer T> ? T : never;
-export type LimitSettings = { readonly [K in keyof Defs]: ValueOf<Defs[K]> };
+export type LimitSettings = ValuesOf<typeof LIMIT_SETTING_DEFS>;
 
 /** The request limits both decoders enforce, naming the variables in their error messages. */
 export function requestLimitsFrom(s: LimitSettings): RequestLimits {

@@ -31,6 +31,9 @@ export const IGNORE_CLAMPS: ParseContext = Object.freeze({ clamp: () => undefine
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
+/** The parsed values of a table of setting definitions, typed from the definitions. */
+export type ValuesOf<Defs> = { readonly [K in keyof Defs]: Defs[K] extends SettingDef<infer T> ? T : never };
+
 export interface ReadResult {
   warnings: string[];
 }

@@ -2,7 +2,7 @@
 // into SETTING_DEFS (`...STATS_SETTING_DEFS`), and their translation into sink options. The
 // mogrifier variables have names that depend on the list, so they are read from the environment
 // by `resolveStatsOptions`, which also loads the metrics mapping; both report every problem.
-import { def, type Env, type SettingDef } from '../settings/schema.js';
+import { def, type Env, type ValuesOf } from '../settings/schema.js';
 import { parseBool, parseDurationMs, parseEnum, parseGoPort, parseInteger } from '../settings/parse.js';
 import { defaultStatsMapping } from './default-prom-mapping.js';
 import { DEFAULT_METRICS_MAX_CONNECTIONS, parseListenAddress, type ListenAddress } from './metrics-server.js';
@@ -91,9 +91,7 @@ export const STATS_SETTING_DEFS = {
   }),
 } as const;
 
-type Defs = typeof STATS_SETTING_DEFS;
-type ValueOf<D> = D extends SettingDef<infer T> ? T : never;
-export type StatsSettings = { readonly [K in keyof Defs]: ValueOf<Defs[K]> };
+export type StatsSettings = ValuesOf<typeof STATS_SETTING_DEFS>;
 
 export interface ResolvedStatsOptions {
   options: StatsSinksOptions;
