@@ -1,7 +1,10 @@
 // Bounds-checked protobuf wire reader over one Buffer. Nested messages are read by narrowing
 // `end` (no sub-buffers are allocated); every read past `end` is a ProtoDecodeError.
-import { Buffer, isUtf8 } from 'node:buffer';
+import { Buffer, isAscii, isUtf8 } from 'node:buffer';
 import { ProtoDecodeError } from './decode-error.js';
+
+/** Strings longer than this (bytes) are checked for ASCII natively rather than by a loop. */
+const LONG_STRING = 64;
 
 /** Deepest nesting of groups / recursive messages (Struct) a decoder follows. */
 export const MAX_DEPTH = 100;
@@ -180,9 +183,15 @@ export class ProtoReader {
     const buf = this.buf;
     const start = this.pos;
     this.pos = end;
-    let i = start;
-    while (i < end && buf[i]! < 0x80) i++;
-    if (i === end) return buf.toString('latin1', start, end);
+    // Short strings (the usual keys and values): a plain loop beats a native call and a view.
+    // Long ones: node's vectorised check, several times faster per byte.
+    if (end - start > LONG_STRING) {
+      if (isAscii(buf.subarray(start, end))) return buf.toString('latin1', start, end);
+    } else {
+      let i = start;
+      while (i < end && buf[i]! < 0x80) i++;
+      if (i === end) return buf.toString('latin1', start, end);
+    }
     if (!isUtf8(buf.subarray(start, end))) {
       throw new ProtoDecodeError('invalid_utf8', 'string field contains invalid UTF-8', start);
     }
