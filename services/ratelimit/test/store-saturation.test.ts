@@ -135,6 +135,9 @@ describe('the original attack on the real process (memcached, upstream settings)
       // Each request added 2^32 (the clamp), far from 2^53 where the counter used to read 0.
       await waitForValue(mc, key, String(2 * MAX_HITS_ADDEND));
       for (let i = 0; i < 5; i++) assert.deepEqual(await send(), over, `normal request ${i}`);
+      // Their increments are written after the answers: wait for the last one, or it could land
+      // on the planted value below (incr wraps 2^64-1 to 0) and the test would race itself.
+      await waitForValue(mc, key, String(2 * MAX_HITS_ADDEND + 5));
       // A counter that did get past 2^64-1 (planted): still over, and left alone.
       await mc.command(`set ${key} 0 600 ${UINT64_MAX.length}\r\n${UINT64_MAX}\r\n`, /STORED\r\n$/);
       for (let i = 0; i < 3; i++) assert.deepEqual(await send(), over);
