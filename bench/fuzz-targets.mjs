@@ -182,7 +182,7 @@ export const targets = {
 
   async memcached() {
     const { GetReply, LineReply } = await import('../services/ratelimit/src/backends/memcached-protocol.ts');
-    const { StoreError } = await import('../services/ratelimit/src/errors.ts');
+    const { StoreError } = await import('../packages/engine/src/errors.ts');
     // Parsers queued as memcached-connection.ts queues them; the first input byte picks get/line.
     const feed = (kinds, chunks) => {
       const settled = [];

@@ -21,7 +21,6 @@ const USAGE = `usage: bash bench/hostile.sh [options]
   --rps N          the well-behaved client's request rate (open loop), default 200
   --timeout-ms N   a request not answered within this counts as failed (and as this latency), default 2000
   --only a,b       attacks to run (${ATTACKS.map((a) => a.name).join(', ')})
-  --transport T    GRPC_TRANSPORT of the service: lean (default) or node
   --idle N         idle TCP connections of the 'connections' attack (default: min(4000, fd budget / 2))
   --slow N         slow /json requests of the 'connections' attack (same default)
   --values N       distinct values fed to the detailed_metric rule before 'stats-scrape', default 100000
@@ -35,7 +34,6 @@ const { values: opt } = parseArgs({
     rps: { type: 'string', default: '200' },
     'timeout-ms': { type: 'string', default: '2000' },
     only: { type: 'string' },
-    transport: { type: 'string', default: 'lean' },
     idle: { type: 'string' },
     slow: { type: 'string' },
     values: { type: 'string', default: '100000' },
@@ -58,10 +56,6 @@ const num = (name, min) => {
 const SECONDS = num('seconds', 1);
 const RPS = num('rps', 1);
 const TIMEOUT_MS = num('timeout-ms', 100);
-if (!['lean', 'node'].includes(opt.transport)) {
-  console.error(`--transport must be lean or node\n${USAGE}`);
-  process.exit(2);
-}
 const selected = opt.only ? opt.only.split(',').map((s) => s.trim()) : ATTACKS.map((a) => a.name);
 const unknown = selected.filter((n) => !ATTACKS.some((a) => a.name === n));
 if (unknown.length) {
@@ -117,7 +111,7 @@ async function startService() {
     ...rules,
     GRPC_HOST: '127.0.0.1', GRPC_PORT: String(grpcPort), HOST: '127.0.0.1', PORT: String(httpPort), DEBUG_HOST: '127.0.0.1', DEBUG_PORT: String(debugPort),
     BACKEND_TYPE: 'redis', KVSTORE_SOCKET_TYPE: 'tcp', KVSTORE_URL: redis.url,
-    LOG_LEVEL: 'error', USE_STATS_PUSH: 'false', WORKERS: '1', GRPC_TRANSPORT: opt.transport,
+    LOG_LEVEL: 'error', USE_STATS_PUSH: 'false', WORKERS: '1',
   });
   try {
     await waitPort(grpcPort, 'ratelimit gRPC');
@@ -229,7 +223,7 @@ async function phase(srv, attacker) {
   return { ...result, rssMax, serverCpuMs, attackerCpuMs: attackResult?.cpuMs ?? NaN, outcome: attackResult?.outcome };
 }
 
-console.log(`bench/hostile: ${SECONDS} s per phase, well-behaved client ${RPS} req/s open loop (1 gRPC connection, 1 descriptor, Redis path; failures count as ${TIMEOUT_MS} ms), GRPC_TRANSPORT=${opt.transport}, WORKERS=1, attacker at nice ${NICE}`);
+console.log(`bench/hostile: ${SECONDS} s per phase, well-behaved client ${RPS} req/s open loop (1 gRPC connection, 1 descriptor, Redis path; failures count as ${TIMEOUT_MS} ms), WORKERS=1, attacker at nice ${NICE}`);
 console.log(`fd soft limit ${fdLimit}: connections attack uses ${idle} idle + ${slow} slow sockets; stats-scrape feeds ${VALUES} values; load average at start ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
 console.log('');
 

@@ -7,7 +7,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify from 'fastify';
-import { buildApp, createDeps } from '../services/quotes/dist/src/app.js';
+import { buildApp } from '../services/quotes/dist/src/app.js';
+import { createDeps } from '../services/quotes/dist/src/compose.js';
 import { createLogger } from '../services/quotes/dist/src/logger.js';
 import { loadSettings } from '../services/quotes/dist/src/settings.js';
 

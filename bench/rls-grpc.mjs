@@ -6,7 +6,6 @@
 //                     over-limit answers come from the local cache without Redis
 //   ours/memory       the service on the embedded store
 //   lean no-op        our gRPC server with a constant answer (ceiling of our stack)
-//   ... (node h2)     the same three/one on GRPC_TRANSPORT=node (node:http2 instead of our HTTP/2)
 //   grpc-js no-op     @grpc/grpc-js with a constant answer (ceiling of grpc-js)
 //   grpc-js + rlf     @grpc/grpc-js + protobufjs + rate-limiter-flexible on ioredis
 // Environment: DURATION (s, default 10), CLIENTS (10), STREAMS (10), ONLY (comma list of names),
@@ -61,14 +60,10 @@ async function external(name, script, args) {
 }
 
 const scenarios = [
-  ['ours/redis', () => ours('ours/redis', 'client', { GRPC_TRANSPORT: 'lean' })],
-  ['ours/local-cache', () => ours('ours/local-cache', 'blocked', { LocalCacheSizeInBytes: '1048576', GRPC_TRANSPORT: 'lean' })],
-  ['ours/memory', () => ours('ours/memory', 'client', { BACKEND_TYPE: 'memory', GRPC_TRANSPORT: 'lean' })],
-  ['lean no-op', () => external('lean no-op', 'lean-noop.mjs', ['lean'])],
-  ['ours/redis (node h2)', () => ours('ours/redis (node h2)', 'client', { GRPC_TRANSPORT: 'node' })],
-  ['ours/local-cache (node h2)', () => ours('ours/local-cache (node h2)', 'blocked', { LocalCacheSizeInBytes: '1048576', GRPC_TRANSPORT: 'node' })],
-  ['ours/memory (node h2)', () => ours('ours/memory (node h2)', 'client', { BACKEND_TYPE: 'memory', GRPC_TRANSPORT: 'node' })],
-  ['lean no-op (node h2)', () => external('lean no-op (node h2)', 'lean-noop.mjs', ['node'])],
+  ['ours/redis', () => ours('ours/redis', 'client', {})],
+  ['ours/local-cache', () => ours('ours/local-cache', 'blocked', { LocalCacheSizeInBytes: '1048576' })],
+  ['ours/memory', () => ours('ours/memory', 'client', { BACKEND_TYPE: 'memory' })],
+  ['lean no-op', () => external('lean no-op', 'lean-noop.mjs', [])],
   ['grpc-js no-op', () => external('grpc-js no-op', 'grpcjs-noop.mjs', [])],
   ['grpc-js + rlf', () => external('grpc-js + rlf', 'grpcjs-rlf.mjs', [redis.url])],
 ];
@@ -133,5 +128,3 @@ console.log(`ours/redis vs grpc-js + rlf:        ${ratio('ours/redis', 'grpc-js 
 console.log(`ours/redis vs grpc-js no-op:        ${ratio('ours/redis', 'grpc-js no-op')}  (target ≥ 0.70×)`);
 console.log(`ours/local-cache vs ours/redis:     ${ratio('ours/local-cache', 'ours/redis')}  (target ≥ 2×)`);
 console.log(`ours/redis vs lean no-op:           ${ratio('ours/redis', 'lean no-op')}`);
-console.log(`lean vs node:http2 transport, no-op: ${ratio('lean no-op', 'lean no-op (node h2)')}`);
-console.log(`lean vs node:http2 transport, redis: ${ratio('ours/redis', 'ours/redis (node h2)')}`);

@@ -32,14 +32,14 @@ const CANDIDATES = {
   },
   // ioredis, explicit pipeline per call.
   'ioredis-pipeline': async (url, pool) => {
-    const { IoredisStore } = await import('../services/ratelimit/src/backends/ioredis-store.ts');
+    const { IoredisStore } = await import('./lib/ioredis-store.mjs');
     const s = new IoredisStore({ url, socketType: 'tcp', poolSize: pool, timeoutMs: 5000 });
     await s.waitUntilConnected(5000);
     return { inc: (ops) => s.increment(ops), close: () => s.close() };
   },
   // ioredis with enableAutoPipelining (commands of one tick batched by ioredis).
   'ioredis-auto': async (url, pool) => {
-    const { IoredisStore } = await import('../services/ratelimit/src/backends/ioredis-store.ts');
+    const { IoredisStore } = await import('./lib/ioredis-store.mjs');
     const s = new IoredisStore({ url, socketType: 'tcp', poolSize: pool, timeoutMs: 5000, autoPipelining: true });
     await s.waitUntilConnected(5000);
     return { inc: (ops) => s.increment(ops), close: () => s.close() };

@@ -1,6 +1,5 @@
 // Comparison server: our gRPC server answering a constant OK without touching a store — the
-// ceiling of the stack the service runs on. Usage: node lean-noop.mjs PORT [lean|node]
-// (the HTTP/2 transport, as GRPC_TRANSPORT; default lean).
+// ceiling of the stack the service runs on. Usage: node lean-noop.mjs PORT
 import { createGrpcServer } from '../../services/ratelimit/dist/src/server/grpc-server.js';
 
 const port = Number(process.argv[2]);
@@ -8,7 +7,6 @@ const response = { overallCode: 1, statuses: [{ code: 1, limitRemaining: 0 }], r
 const server = createGrpcServer({
   shouldRateLimit: async () => response,
   health: { isHealthy: () => true, onChange: () => {} },
-  transport: process.argv[3] ?? 'lean',
 });
 await server.listen('127.0.0.1', port);
 console.log('listening', port);

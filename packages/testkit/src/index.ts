@@ -37,3 +37,4 @@ export { startFakePtax, type FakePtax, type FakePtaxOptions } from './fake-ptax.
 export { startFakeEcb, type FakeEcb, type FakeEcbOptions } from './fake-ecb.js';
 export * from './h2-raw.js';
 export * from './property-support.js';
+export { assertMayStartServers, tierOfTestFile, UnitTierViolation, TEST_TIER_ENV, type TestTier } from './tier-guard.js';

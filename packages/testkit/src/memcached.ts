@@ -7,6 +7,7 @@ import { connect as tlsConnect } from 'node:tls';
 import { freePort } from './ports.js';
 import { spawnManaged, type Managed } from './process.js';
 import { GiveUp, waitFor } from './wait.js';
+import { assertMayStartServers } from './tier-guard.js';
 
 export interface MemcachedTlsOptions {
   /** PEM certificate chain file of the server. */
@@ -74,6 +75,7 @@ export async function memcachedCommand(
 }
 
 export async function startMemcached(opts: MemcachedOptions = {}): Promise<MemcachedServer> {
+  assertMayStartServers('startMemcached');
   const host = '127.0.0.1';
   const port = opts.port ?? (await freePort());
   const tls = opts.tls;

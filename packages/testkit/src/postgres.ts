@@ -6,6 +6,7 @@ import { once } from 'node:events';
 import { freePort } from './ports.js';
 import { tempDir } from './process.js';
 import { GiveUp, waitFor } from './wait.js';
+import { assertMayStartServers } from './tier-guard.js';
 
 export interface PostgresServer {
   host: string;
@@ -63,6 +64,7 @@ async function tcpOpen(host: string, port: number): Promise<boolean> {
  * which is what tests want. The server is killed if the test process exits without `stop()`.
  */
 export async function startPostgres(opts: PostgresOptions = {}): Promise<PostgresServer> {
+  assertMayStartServers('startPostgres');
   const binDir = opts.binDir ?? DEFAULT_BIN;
   if (!existsSync(join(binDir, 'initdb'))) throw new Error(`initdb not found in ${binDir}`);
   const host = '127.0.0.1';

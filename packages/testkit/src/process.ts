@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
+import { assertMayStartServers } from './tier-guard.js';
 
 /** A temporary directory removed by `cleanup()`. */
 export function tempDir(prefix = 'rls-test-'): { path: string; cleanup: () => void } {
@@ -25,6 +26,7 @@ process.once('exit', () => {
 
 /** Spawns a helper server process that is killed when the test process exits. */
 export function spawnManaged(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Managed {
+  assertMayStartServers(`spawnManaged(${cmd})`);
   const proc = spawn(cmd, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
   live.add(proc);
   let out = '';

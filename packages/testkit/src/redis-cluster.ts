@@ -5,6 +5,7 @@
 import { freePort } from './ports.js';
 import { startRedis, type RedisServer } from './redis.js';
 import { waitFor } from './wait.js';
+import { assertMayStartServers } from './tier-guard.js';
 
 export interface ClusterNode extends RedisServer {
   id: string;
@@ -31,6 +32,7 @@ export interface RedisCluster {
 }
 
 export async function startRedisCluster(opts: { masters?: number; nodeTimeoutMs?: number; args?: string[] } = {}): Promise<RedisCluster> {
+  assertMayStartServers('startRedisCluster');
   const n = opts.masters ?? 3;
   const nodes: ClusterNode[] = [];
   for (let i = 0; i < n; i++) {

@@ -7,6 +7,7 @@ import { freePort } from './ports.js';
 import { spawnManaged, tempDir, type Managed } from './process.js';
 import { redisCall, startRedis, type RedisServer } from './redis.js';
 import { GiveUp, waitFor } from './wait.js';
+import { assertMayStartServers } from './tier-guard.js';
 
 export interface SentinelNode {
   port: number;
@@ -46,6 +47,7 @@ export interface SentinelOptions {
 }
 
 export async function startSentinelSet(opts: SentinelOptions = {}): Promise<SentinelSet> {
+  assertMayStartServers('startSentinelSet');
   const masterName = opts.masterName ?? 'mymaster';
   const pw = opts.dataPassword;
   const dataArgs = pw !== undefined ? ['--masterauth', pw] : [];

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { freePort } from './ports.js';
 import { tempDir } from './process.js';
 import { startRedis, type RedisServer } from './redis.js';
+import { assertMayStartServers } from './tier-guard.js';
 
 export interface TlsFiles {
   dir: string;
@@ -68,6 +69,7 @@ export interface TlsRedisOptions {
 
 /** A redis-server with a TLS port (and its plain port for admin commands). */
 export async function startRedisTls(opts: TlsRedisOptions = {}): Promise<TlsRedisServer> {
+  assertMayStartServers('startRedisTls');
   const tls = makeTlsFiles(opts.serverNames);
   const tlsPort = await freePort();
   const server = await startRedis({

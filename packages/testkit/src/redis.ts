@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { freePort } from './ports.js';
 import { spawnManaged, tempDir, type Managed } from './process.js';
 import { GiveUp, waitFor } from './wait.js';
+import { assertMayStartServers } from './tier-guard.js';
 
 /** A decoded RESP2 reply. Error replies are returned as `RedisReplyError` values by `readReply`. */
 export type RespValue = string | number | null | RespValue[] | RedisReplyError;
@@ -151,6 +152,7 @@ export async function redisCall(target: RedisTarget, parts: string[], auth?: str
 
 /** Starts a private redis-server on a free loopback port, keeping nothing on disk. */
 export async function startRedis(opts: RedisOptions = {}): Promise<RedisServer> {
+  assertMayStartServers('startRedis');
   const host = '127.0.0.1';
   const port = opts.port ?? (await freePort());
   const dir = tempDir('rls-redis-');

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
@@ -6,7 +5,7 @@ import type { Logger } from 'pino';
 import { AccountService } from './accounts/account-service.js';
 import { BufferedUsage } from './accounts/buffered-usage.js';
 import { MonthlyQuota } from './accounts/monthly-quota.js';
-import { defaultPlansFile, loadPlans, type PlanCatalog } from './accounts/plans.js';
+import type { PlanCatalog } from './accounts/plans.js';
 import type { RequestLimiter } from './accounts/request-limiter.js';
 import type { RandomBytes } from './accounts/tokens.js';
 import { authenticator } from './api/authenticator.js';
@@ -18,7 +17,6 @@ import { registerDashboardRoutes } from './api/dashboard-routes.js';
 import { DailyUsage } from './accounts/daily-usage.js';
 import { UserService } from './accounts/user-service.js';
 import { BurstLimiter } from './ratelimit/burst-limiter.js';
-import { createRateLimitGate } from './ratelimit/create-gate.js';
 import { LoginThrottle } from './ratelimit/login-throttle.js';
 import type { RateLimitGate } from './ratelimit/rate-limit-gate.js';
 import { installErrorHandling } from './api/error-handler.js';
@@ -26,23 +24,21 @@ import { IconStore } from './api/icons.js';
 import { registerMetaRoutes } from './api/meta-routes.js';
 import { buildOpenApi } from './api/openapi.js';
 import './api/request-context.js';
-import { systemClock, type Clock } from './clock.js';
+import type { Clock } from './clock.js';
 import { FxHistory } from './history/fx-history.js';
 import { HistoryService } from './history/history-service.js';
 import { CoinCatalog, iconsDirectory, loadCoinNames } from './market/coin-catalog.js';
 import { MarketSnapshots } from './market/market-snapshots.js';
 import { Backfiller } from './history/backfill.js';
 import { ExchangeMarket } from './market/exchange-market.js';
-import { createSources } from './market/market-sources.js';
 import { UpstreamCounters } from './market/retry.js';
 import type { FxSource, MarketSource } from './market/types.js';
 import { packageRoot } from './package-root.js';
 import { QuoteService } from './service/quote-service.js';
 import type { Settings } from './settings.js';
-import { openStore } from './store/open-store.js';
 import type { Store } from './store/types.js';
 
-/** Collaborators of the app; `createDeps` picks the production ones from settings. */
+/** Collaborators of the app: picked from the settings by compose.ts, or by a test. */
 export interface AppDeps {
   store: Store;
   market: MarketSource;
@@ -83,16 +79,6 @@ declare module 'fastify' {
   interface FastifyInstance {
     quotes: QuotesServices;
   }
-}
-
-/** The one place that chooses implementations from settings. */
-export function createDeps(settings: Readonly<Settings>, logger: Logger, clock: Clock = systemClock, waits: { sleep?: (ms: number) => Promise<void> } = {}): AppDeps {
-  const plans = loadPlans(settings.plansFile ?? defaultPlansFile(packageRoot()));
-  const store = openStore(settings.databaseUrl, settings.dataDir);
-  const counters = new UpstreamCounters();
-  const { market, fx } = createSources(settings, { clock, log: logger, counters, ...waits });
-  const rateLimit = createRateLimitGate(settings, logger, clock);
-  return { store, market, fx, plans, clock, logger, random: randomBytes, counters, rateLimit };
 }
 
 /** Builds the HTTP app without listening (tests use inject or listen on a loopback port). */
@@ -193,10 +179,11 @@ export async function buildApp(settings: Readonly<Settings>, deps: AppDeps): Pro
   registerCryptoRoutes(app, { quotes, catalog, clock, auth: authenticator(accounts, limiters), publicBaseUrl: settings.publicBaseUrl });
   // Access lines are written by fastify's pipeline, so the fast path stands aside while they are on.
   if (settings.fastPath && !log.isLevelEnabled('info')) {
+    // The route's steps with the account and quote caches in front (see FastQuotePath).
     const fast = new FastQuotePath({
       accounts,
-      limiters,
       quotes,
+      limiters,
       catalog,
       clock,
       commonHeaders,

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { buildApp, createDeps } from './app.js';
+import { buildApp } from './app.js';
+import { createDeps } from './compose.js';
 import { createLogger } from './logger.js';
 import type { Settings } from './settings.js';
 

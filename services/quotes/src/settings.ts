@@ -1,77 +1,28 @@
+// Every environment variable of the quotes service, declared once on @rls/settings:
+// name, default, unit, meaning. `loadSettings` parses them all at start-up, lists every bad
+// variable in one error, and returns a frozen object that is passed down; its type is inferred
+// from the declarations. docs/quotes.md's settings table is generated from SETTING_DEFS
+// (`npx tsx --conditions=source services/quotes/src/settings-doc.ts`).
+import {
+  def,
+  family,
+  optional,
+  parseEnum,
+  parseFloatIn,
+  parseHttpUrl,
+  parseInteger,
+  parseList,
+  parseSecondsIn,
+  parseTrueFalse,
+  parseWsUrl,
+  SettingsReader,
+  type Env,
+  type ValuesOf,
+} from '@rls/settings';
 import { isBaseInterval, type BaseInterval } from './history/intervals.js';
-import { isSupportedDatabaseUrl } from './store/open-store.js';
+import { isSupportedDatabaseUrl } from './store/database-url.js';
 
-/**
- * Every environment variable the quotes service reads, parsed once at start-up. All problems
- * are reported together in one error; the result is frozen and passed down.
- */
-export interface Settings {
-  host: string;
-  port: number;
-  /** Undefined means SQLite in `dataDir`. */
-  databaseUrl: string | undefined;
-  dataDir: string;
-  marketSource: MarketSourceKind;
-  /** ccxt exchange ids, in order of preference (the first listing a coin also serves its candles). */
-  exchanges: readonly string[];
-  /** Per exchange id: REST base origin (and optional path prefix) replacing the exchange's own hosts. */
-  exchangeUrls: Readonly<Record<string, string>>;
-  /** Per exchange id: WebSocket base replacing the exchange's stream host (default: derived from exchangeUrls). */
-  exchangeWsUrls: Readonly<Record<string, string>>;
-  /** Stream tickers over the exchanges' WebSockets (where ccxt supports it) on top of the REST refresh. */
-  marketWebsocket: boolean;
-  /** An exchange whose price deviates more than this percentage from the median is left out. */
-  outlierPercent: number;
-  /** Fiat quote currencies whose pairs may price a coin that has no USD-stable pair. */
-  fiatPairs: readonly string[];
-  requestTimeoutMs: number;
-  retryAttempts: number;
-  retryBaseMs: number;
-  retryMaxMs: number;
-  /** Milliseconds per unit of request weight given to ccxt's throttle; undefined keeps the exchange's published limit. */
-  rateLimitMs: number | undefined;
-  supplyFile: string | undefined;
-  supplyUrl: string | undefined;
-  fxSources: readonly FxSourceKind[];
-  ptaxUrl: string;
-  ecbUrl: string;
-  fxRefreshSeconds: number;
-  fxStaleSeconds: number;
-  historyBackfill: boolean;
-  /** Coins to backfill; ['*'] means every listed coin. */
-  backfillCoins: readonly string[];
-  /** Base series to backfill and how many days back (null: full history). */
-  backfillWindows: readonly BackfillWindow[];
-  historySyncSeconds: number;
-  simulatedSeed: number;
-  /** Undefined means the plans.json shipped with the service. */
-  plansFile: string | undefined;
-  /** Origin for absolute URLs (icons); undefined means the request's own scheme and host. */
-  publicBaseUrl: string | undefined;
-  refreshSeconds: number;
-  staleSeconds: number;
-  logLevel: string;
-  trustProxy: boolean;
-  /** Cached quote responses served without fastify's per-request pipeline (see api/fast-quote.ts). */
-  fastPath: boolean;
-  /** 0 = every request written at once (exact across servers); otherwise write-behind interval. */
-  usageFlushMs: number;
-  /** Burst limits and login throttling through the rate limiter (false: none at all). */
-  rateLimitEnabled: boolean;
-  /** gRPC address of a `ratelimit` deployment; undefined = embedded engine in this process. */
-  rateLimitGrpcAddr: string | undefined;
-  rateLimitTls: { ca: string | undefined; cert: string | undefined; key: string | undefined; serverName: string | undefined } | undefined;
-  rateLimitTimeoutMs: number;
-  rateLimitFailureMode: 'allow' | 'deny';
-  rateLimitDomain: string;
-  /** Rule directory of the embedded engine; undefined = the `ratelimit/` shipped with the service. */
-  rateLimitRulesDir: string | undefined;
-  /** Plan given to dashboard sign-ups. */
-  dashboardSignupPlan: string;
-  dashboardSessionSeconds: number;
-  /** Built dashboard assets; undefined = dist/web of the package. */
-  dashboardAssetsDir: string | undefined;
-}
+export { SettingsError } from '@rls/settings';
 
 export type MarketSourceKind = 'simulated' | 'exchange';
 export type FxSourceKind = 'simulated' | 'ptax' | 'ecb' | 'exchange';
@@ -82,342 +33,300 @@ export interface BackfillWindow {
   days: number | null;
 }
 
-interface Definition {
-  name: string;
-  default: string | undefined;
-  /** Unit and meaning, shown in docs and errors. */
-  doc: string;
-  apply: (raw: string | undefined, out: Partial<Settings>) => string | undefined;
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const text = (raw: string): string => raw;
+const int = (min: number, max: number) => (raw: string): number => parseInteger(raw, min, max);
+/** A duration in whole seconds (`90`, `15m`, `4d`) within [min, max] seconds. */
+const seconds = (min: number, max: number) => (raw: string): number => Math.round(parseSecondsIn(raw, min, max));
+/** Hides the password of a database URL in error messages. */
+const redactUrl = (raw: string): string => raw.replace(/\/\/[^@/]*@/, '//***@');
+
+function upperList(raw: string): readonly string[] {
+  return parseList(raw).map((x) => x.toUpperCase());
 }
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-
-function int(min: number, max: number, set: (n: number, out: Partial<Settings>) => void) {
-  return (raw: string | undefined, out: Partial<Settings>): string | undefined => {
-    const n = Number(raw);
-    if (raw === undefined || !/^-?\d+$/.test(raw.trim()) || n < min || n > max) return `must be an integer from ${min} to ${max}`;
-    set(n, out);
-    return undefined;
-  };
-}
-
-function list(raw: string | undefined): string[] {
-  return (raw ?? '')
-    .split(',')
-    .map((x) => x.trim())
-    .filter((x) => x !== '');
-}
-
-function bool(set: (b: boolean, out: Partial<Settings>) => void) {
-  return (raw: string | undefined, out: Partial<Settings>): string | undefined => {
-    if (raw !== 'true' && raw !== 'false') return 'must be true or false';
-    set(raw === 'true', out);
-    return undefined;
-  };
-}
-
-function num(min: number, max: number, set: (n: number, out: Partial<Settings>) => void) {
-  return (raw: string | undefined, out: Partial<Settings>): string | undefined => {
-    const n = Number(raw);
-    if (raw === undefined || raw.trim() === '' || !Number.isFinite(n) || n < min || n > max) return `must be a number from ${min} to ${max}`;
-    set(n, out);
-    return undefined;
-  };
-}
-
-function url(set: (u: string, out: Partial<Settings>) => void) {
-  return (raw: string | undefined, out: Partial<Settings>): string | undefined => {
-    if (raw === undefined || !/^https?:\/\/[^\s]+$/.test(raw)) return 'must be an http(s) URL';
-    set(raw.replace(/\/+$/, ''), out);
-    return undefined;
-  };
-}
-
-const UNIT_SECONDS: Readonly<Record<string, number>> = { s: 1, m: 60, h: 3600, d: 86_400 };
-
-/** Seconds from `90`, `90s`, `15m`, `1h` or `4d`. */
-export function parseDuration(raw: string): number | undefined {
-  const m = /^(\d+(?:\.\d+)?)\s*([smhd]?)$/.exec(raw.trim());
-  if (m === null) return undefined;
-  return Number(m[1]) * (UNIT_SECONDS[m[2] === '' ? 's' : (m[2] ?? 's')] ?? 1);
-}
-
-function duration(min: number, max: number, set: (seconds: number, out: Partial<Settings>) => void) {
-  return (raw: string | undefined, out: Partial<Settings>): string | undefined => {
-    const n = raw === undefined ? undefined : parseDuration(raw);
-    if (n === undefined || n < min || n > max) return `must be a duration (seconds, or with s/m/h/d) from ${min} s to ${max} s`;
-    set(n, out);
-    return undefined;
-  };
-}
-
-export const SETTINGS: readonly Definition[] = [
-  { name: 'QUOTES_HOST', default: '0.0.0.0', doc: 'address to listen on', apply: (v, o) => void (o.host = v ?? '0.0.0.0') },
-  { name: 'QUOTES_PORT', default: '3000', doc: 'TCP port (3000 is also the brapi SDK\'s local environment)', apply: int(0, 65535, (n, o) => (o.port = n)) },
-  {
+export const SETTING_DEFS = {
+  host: def({ name: 'QUOTES_HOST', default: '0.0.0.0', meaning: 'Address to listen on.', parse: text }),
+  port: def({ name: 'QUOTES_PORT', default: '3000', unit: 'port', meaning: "TCP port (3000 is also the brapi SDK's local environment).", parse: int(0, 65535) }),
+  databaseUrl: def({
     name: 'DATABASE_URL',
     default: undefined,
-    doc: 'unset: SQLite file <QUOTES_DATA_DIR>/quotes.sqlite; postgres://user@host:port/db: PostgreSQL; sqlite:<path>: that SQLite file; memory: nothing kept',
-    apply: (v, o) => {
-      if (v !== undefined && !isSupportedDatabaseUrl(v)) return 'must start with postgres://, postgresql://, sqlite: or be memory:';
-      o.databaseUrl = v;
-      return undefined;
-    },
-  },
-  { name: 'QUOTES_DATA_DIR', default: './data', doc: 'directory of the default SQLite database', apply: (v, o) => void (o.dataDir = v ?? './data') },
-  {
+    meaning: 'Unset: SQLite file `<QUOTES_DATA_DIR>/quotes.sqlite`; `postgres://user@host:port/db`: PostgreSQL; `sqlite:<path>`: that SQLite file; `memory:`: nothing kept.',
+    redact: redactUrl,
+    parse: optional((raw) => {
+      if (!isSupportedDatabaseUrl(raw)) throw new Error('must start with postgres://, postgresql://, sqlite: or be memory:');
+      return raw;
+    }),
+  }),
+  dataDir: def({ name: 'QUOTES_DATA_DIR', default: './data', unit: 'path', meaning: 'Directory of the default SQLite database.', parse: text }),
+  marketSource: def({
     name: 'MARKET_SOURCE',
     default: 'exchange',
-    doc: 'where quotes come from: exchange (live, through ccxt and MARKET_EXCHANGES) or simulated (deterministic, offline; what quickstart uses)',
-    apply: (v, o) => (v === 'simulated' || v === 'exchange' ? void (o.marketSource = v) : 'must be one of: exchange, simulated'),
-  },
-  {
+    meaning: '`exchange` (live, through ccxt and MARKET_EXCHANGES) or `simulated` (deterministic, offline; what `quotes quickstart` uses when unset).',
+    parse: (raw): MarketSourceKind => parseEnum(raw, ['exchange', 'simulated'] as const, false),
+  }),
+  exchanges: def({
     name: 'MARKET_EXCHANGES',
     default: 'binance',
-    doc: 'comma-separated ccxt exchange ids, most trusted first (e.g. binance,binanceus)',
-    apply: (v, o) => {
-      const ids = list(v);
-      if (ids.length === 0 || ids.some((id) => !/^[a-z][a-z0-9]*$/.test(id))) return 'must be a comma-separated list of ccxt exchange ids (lower case)';
-      o.exchanges = ids;
-      return undefined;
+    unit: 'list',
+    meaning: 'Comma-separated ccxt exchange ids, most trusted first (e.g. `binance,binanceus`); the first with a USD-stable pair serves a coin\'s candles.',
+    parse: (raw): readonly string[] => {
+      const ids = parseList(raw);
+      if (ids.length === 0 || ids.some((id) => !/^[a-z][a-z0-9]*$/.test(id))) throw new Error('must be a comma-separated list of ccxt exchange ids (lower case)');
+      return ids;
     },
-  },
-  {
+  }),
+  exchangeUrls: family({
     name: 'MARKET_EXCHANGE_URL_<ID>',
-    default: undefined,
-    doc: 'per exchange (e.g. MARKET_EXCHANGE_URL_BINANCE=https://data-api.binance.vision): origin replacing every REST host of that exchange, paths kept',
-    apply: () => undefined,
-  },
-  {
+    pattern: /^MARKET_EXCHANGE_URL_([A-Z0-9]+)$/,
+    key: (id) => id.toLowerCase(),
+    unit: 'URL',
+    meaning: 'Per exchange (e.g. `MARKET_EXCHANGE_URL_BINANCE=https://data-api.binance.vision`): origin replacing every REST host of that exchange, paths kept.',
+    parse: parseHttpUrl,
+  }),
+  exchangeWsUrls: family({
     name: 'MARKET_EXCHANGE_WS_URL_<ID>',
-    default: undefined,
-    doc: 'per exchange: WebSocket origin replacing its stream host; unset: MARKET_EXCHANGE_URL_<ID> with ws(s)://, else the exchange\'s own',
-    apply: () => undefined,
-  },
-  { name: 'MARKET_WEBSOCKET', default: 'false', doc: 'true: also stream tickers over WebSocket where ccxt supports it (REST refresh stays as fallback)', apply: bool((b, o) => (o.marketWebsocket = b)) },
-  {
+    pattern: /^MARKET_EXCHANGE_WS_URL_([A-Z0-9]+)$/,
+    key: (id) => id.toLowerCase(),
+    unit: 'URL',
+    meaning: "Per exchange: WebSocket origin replacing its stream host; unset: `MARKET_EXCHANGE_URL_<ID>` with ws(s)://, else the exchange's own.",
+    parse: parseWsUrl,
+  }),
+  marketWebsocket: def({ name: 'MARKET_WEBSOCKET', default: 'false', meaning: '`true`: also stream tickers over WebSocket where ccxt supports it (the REST refresh stays as fallback).', parse: parseTrueFalse }),
+  outlierPercent: def({
     name: 'MARKET_OUTLIER_PERCENT',
     default: '5',
-    doc: 'percent; with several exchanges, one whose price deviates more than this from the median is left out and logged',
-    apply: num(0.01, 100, (n, o) => (o.outlierPercent = n)),
-  },
-  {
+    unit: 'percent',
+    meaning: 'With several exchanges, one whose price deviates more than this from the volume-weighted median is left out and logged (0.01–100).',
+    parse: (raw) => parseFloatIn(raw, 0.01, 100),
+  }),
+  fiatPairs: def({
     name: 'MARKET_FIAT_PAIRS',
     default: '',
-    doc: 'fiat quotes (e.g. BRL,EUR) whose pairs may price a coin without a USD-stable pair, converted at the live FX rate',
-    apply: (v, o) => {
-      const l = list(v).map((x) => x.toUpperCase());
-      if (l.some((x) => !/^[A-Z]{3}$/.test(x))) return 'must be a comma-separated list of currency codes';
-      o.fiatPairs = l;
-      return undefined;
+    unit: 'list',
+    meaning: 'Fiat quotes (e.g. `BRL,EUR`) whose pairs may price a coin without a USD-stable pair, converted at the live FX rate.',
+    parse: (raw) => {
+      const l = upperList(raw);
+      if (l.some((x) => !/^[A-Z]{3}$/.test(x))) throw new Error('must be a comma-separated list of currency codes');
+      return l;
     },
-  },
-  { name: 'MARKET_REQUEST_TIMEOUT_MS', default: '10000', doc: 'milliseconds before an exchange or FX request counts as timed out', apply: int(100, 300_000, (n, o) => (o.requestTimeoutMs = n)) },
-  { name: 'MARKET_RETRY_ATTEMPTS', default: '4', doc: 'tries per upstream call (errors, timeouts, 429/418, malformed payloads) before giving up until the next cycle', apply: int(1, 20, (n, o) => (o.retryAttempts = n)) },
-  { name: 'MARKET_RETRY_BASE_MS', default: '500', doc: 'first backoff in milliseconds; doubles per try, with jitter', apply: int(1, 600_000, (n, o) => (o.retryBaseMs = n)) },
-  { name: 'MARKET_RETRY_MAX_MS', default: '60000', doc: 'longest backoff in milliseconds (a Retry-After from the exchange is honoured even when longer)', apply: int(1, 3_600_000, (n, o) => (o.retryMaxMs = n)) },
-  {
+  }),
+  requestTimeoutMs: def({ name: 'MARKET_REQUEST_TIMEOUT_MS', default: '10000', unit: 'ms', meaning: 'Time before an exchange or FX request counts as timed out (100–300000).', parse: int(100, 300_000) }),
+  retryAttempts: def({ name: 'MARKET_RETRY_ATTEMPTS', default: '4', unit: 'tries', meaning: 'Tries per upstream call (errors, timeouts, 429/418, malformed payloads) before giving up until the next cycle (1–20).', parse: int(1, 20) }),
+  retryBaseMs: def({ name: 'MARKET_RETRY_BASE_MS', default: '500', unit: 'ms', meaning: 'First backoff; doubles per try, with equal jitter (between half and all of it).', parse: int(1, 600_000) }),
+  retryMaxMs: def({ name: 'MARKET_RETRY_MAX_MS', default: '60000', unit: 'ms', meaning: 'Longest backoff (a Retry-After from the exchange is honoured even when longer).', parse: int(1, 3_600_000) }),
+  rateLimitMs: def({
     name: 'MARKET_RATE_LIMIT_MS',
     default: undefined,
-    doc: 'milliseconds per unit of request weight for ccxt\'s throttle; unset: the exchange\'s published limit as ccxt knows it',
-    apply: (v, o) => {
-      if (v === undefined) return void (o.rateLimitMs = undefined);
-      return num(0, 60_000, (n, out) => (out.rateLimitMs = n))(v, o);
-    },
-  },
-  { name: 'MARKET_SUPPLY_FILE', default: undefined, doc: 'JSON {"BTC": 19800000, ...}: circulating supply per coin; marketCap = price x supply (else 0)', apply: (v, o) => void (o.supplyFile = v) },
-  {
+    unit: 'ms',
+    meaning: "Per unit of request weight for ccxt's throttle (0–60000); unset: the exchange's published limit as ccxt knows it.",
+    parse: optional((raw) => parseFloatIn(raw, 0, 60_000)),
+  }),
+  supplyFile: def({ name: 'MARKET_SUPPLY_FILE', default: undefined, unit: 'path', meaning: 'JSON `{"BTC": 19800000, ...}`: circulating supply per coin; marketCap = price × supply (else 0).', parse: optional(text) }),
+  supplyUrl: def({
     name: 'MARKET_SUPPLY_URL',
     default: undefined,
-    doc: 'CoinPaprika-compatible API base (GET <url>/v1/tickers) to fetch circulating supplies hourly, e.g. https://api.coinpaprika.com; unset: none',
-    apply: (v, o) => {
-      if (v !== undefined && !/^https?:\/\//.test(v)) return 'must be an http(s) URL';
-      o.supplyUrl = v?.replace(/\/+$/, '');
-      return undefined;
-    },
-  },
-  {
+    unit: 'URL',
+    meaning: 'CoinPaprika-compatible API base (`GET <url>/v1/tickers`) to fetch circulating supplies hourly, e.g. `https://api.coinpaprika.com`; unset: none.',
+    parse: optional(parseHttpUrl),
+  }),
+  fxSource: def({
     name: 'FX_SOURCE',
     default: 'auto',
-    doc: 'USD exchange-rate sources, first wins per currency: any of ptax, ecb, exchange (live USDT/BRL-style pairs), simulated; auto = simulated with the simulated market, else ptax,ecb',
-    apply: (v, o) => {
-      if (v === 'auto' || v === undefined) return void (o.fxSources = []);
-      const l = list(v);
-      if (l.length === 0 || l.some((x) => !(FX_KINDS as readonly string[]).includes(x))) return `must be auto or a list of: ${FX_KINDS.join(', ')}`;
-      o.fxSources = l as FxSourceKind[];
-      return undefined;
+    unit: 'list',
+    meaning: 'USD exchange-rate sources, first wins per currency: any of `ptax`, `ecb`, `exchange` (live USDT/BRL-style pairs), `simulated`; `auto` = `simulated` with the simulated market, else `ptax,ecb`.',
+    parse: (raw): readonly FxSourceKind[] | 'auto' => {
+      if (raw === 'auto') return 'auto';
+      const l = parseList(raw);
+      if (l.length === 0 || l.some((x) => !(FX_KINDS as readonly string[]).includes(x))) throw new Error(`must be auto or a list of: ${FX_KINDS.join(', ')}`);
+      return l as FxSourceKind[];
     },
-  },
-  { name: 'FX_PTAX_URL', default: 'https://olinda.bcb.gov.br/olinda/servico/PTAX/versao/v1/odata', doc: 'base of the BCB PTAX OData service', apply: url((u, o) => (o.ptaxUrl = u)) },
-  { name: 'FX_ECB_URL', default: 'https://www.ecb.europa.eu/stats/eurofxref', doc: 'base of the ECB reference-rate files (eurofxref-daily.xml, eurofxref-hist.xml)', apply: url((u, o) => (o.ecbUrl = u)) },
-  { name: 'FX_REFRESH_INTERVAL', default: '600', doc: 'seconds (or 10m, 1h) between fetches of official latest rates', apply: duration(1, 86_400, (n, o) => (o.fxRefreshSeconds = n)) },
-  {
+  }),
+  ptaxUrl: def({ name: 'FX_PTAX_URL', default: 'https://olinda.bcb.gov.br/olinda/servico/PTAX/versao/v1/odata', unit: 'URL', meaning: 'Base of the BCB PTAX OData service.', parse: parseHttpUrl }),
+  ecbUrl: def({ name: 'FX_ECB_URL', default: 'https://www.ecb.europa.eu/stats/eurofxref', unit: 'URL', meaning: 'Base of the ECB reference-rate files (eurofxref-daily.xml, eurofxref-hist.xml).', parse: parseHttpUrl }),
+  fxRefreshSeconds: def({ name: 'FX_REFRESH_INTERVAL', default: '600', unit: 'seconds (or 10m, 1h)', meaning: 'Time between fetches of official latest rates (1 s–1 d).', parse: (raw) => parseSecondsIn(raw, 1, 86_400) }),
+  fxStaleSeconds: def({
     name: 'FX_STALE_AFTER',
     default: '4d',
-    doc: 'official rates last fetched longer ago than this (seconds or 30m, 4d) make quotes in that currency 503; official rates are daily, so days',
-    apply: duration(60, 30 * 86_400, (n, o) => (o.fxStaleSeconds = n)),
-  },
-  { name: 'HISTORY_BACKFILL', default: 'true', doc: 'with MARKET_SOURCE=exchange: backfill and keep syncing candle history in the background', apply: bool((b, o) => (o.historyBackfill = b)) },
-  {
+    unit: 'seconds (or 30m, 4d)',
+    meaning: 'Official rates last fetched longer ago than this make quotes in that currency 503; official rates are daily, so days (60 s–30 d).',
+    parse: (raw) => parseSecondsIn(raw, 60, 30 * 86_400),
+  }),
+  historyBackfill: def({ name: 'HISTORY_BACKFILL', default: 'true', meaning: 'With MARKET_SOURCE=exchange: backfill and keep syncing candle history in the background.', parse: parseTrueFalse }),
+  backfillCoins: def({
     name: 'HISTORY_BACKFILL_COINS',
     default: '*',
-    doc: 'coins to backfill (e.g. BTC,ETH); * = every listed coin',
-    apply: (v, o) => {
-      const l = list(v).map((x) => x.toUpperCase());
-      if (l.length === 0) return 'must be * or a list of coins';
-      o.backfillCoins = l;
-      return undefined;
+    unit: 'list',
+    meaning: 'Coins to backfill (e.g. `BTC,ETH`); `*` = every listed coin.',
+    parse: (raw) => {
+      const l = upperList(raw);
+      if (l.length === 0) throw new Error('must be * or a list of coins');
+      return l;
     },
-  },
-  {
+  }),
+  backfillWindows: def({
     name: 'HISTORY_BACKFILL_WINDOWS',
     default: '1m:7d,30m:60d,1h:max,1d:max,1mo:max',
-    doc: 'base series to backfill and how far back: <1m|30m|1h|1d|1mo>:<days>d or :max (the exchange\'s whole history)',
-    apply: (v, o) => {
+    unit: 'list',
+    meaning: "Base series to backfill and how far back: `<1m|30m|1h|1d|1mo>:<days>d` or `:max` (the exchange's whole history).",
+    parse: (raw): readonly BackfillWindow[] => {
       const out: BackfillWindow[] = [];
-      for (const item of list(v)) {
+      for (const item of parseList(raw)) {
         const m = /^(\w+):(?:(\d+)d|(max))$/.exec(item);
-        if (m === null || !isBaseInterval(m[1] ?? '')) return 'must look like 1m:7d,1h:max (series 1m, 30m, 1h, 1d, 1mo)';
-        out.push({ base: m[1] as BaseInterval, days: m[3] === 'max' ? null : Number(m[2]) });
+        const base = m?.[1] ?? '';
+        if (m === null || !isBaseInterval(base)) throw new Error('must look like 1m:7d,1h:max (series 1m, 30m, 1h, 1d, 1mo)');
+        out.push({ base, days: m[3] === 'max' ? null : Number(m[2]) });
       }
-      o.backfillWindows = out;
-      return undefined;
+      return out;
     },
-  },
-  { name: 'HISTORY_SYNC_INTERVAL', default: '60', doc: 'seconds (or 1m, 1h) between incremental syncs and gap checks of backfilled series', apply: duration(5, 86_400, (n, o) => (o.historySyncSeconds = n)) },
-  { name: 'QUOTES_SIM_SEED', default: '42', doc: 'seed of the simulated market and rates (integer)', apply: int(0, 2 ** 31 - 1, (n, o) => (o.simulatedSeed = n)) },
-  { name: 'QUOTES_PLANS_FILE', default: undefined, doc: 'JSON file with the plans; unset: plans.json shipped with the service', apply: (v, o) => void (o.plansFile = v) },
-  {
+  }),
+  historySyncSeconds: def({ name: 'HISTORY_SYNC_INTERVAL', default: '60', unit: 'seconds (or 1m, 1h)', meaning: 'Time between incremental syncs and gap checks of backfilled series (5 s–1 d).', parse: (raw) => parseSecondsIn(raw, 5, 86_400) }),
+  simulatedSeed: def({ name: 'QUOTES_SIM_SEED', default: '42', unit: 'integer', meaning: 'Seed of the simulated market and rates.', parse: int(0, 2 ** 31 - 1) }),
+  plansFile: def({ name: 'QUOTES_PLANS_FILE', default: undefined, unit: 'path', meaning: 'JSON file with the plans; unset: `plans.json` shipped with the service.', parse: optional(text) }),
+  publicBaseUrl: def({
     name: 'PUBLIC_BASE_URL',
     default: undefined,
-    doc: 'origin used in absolute URLs such as coinImageUrl (e.g. https://quotes.example.com); unset: taken from each request',
-    apply: (v, o) => {
-      if (v === undefined) return void (o.publicBaseUrl = undefined);
-      if (!/^https?:\/\/[^\s/]+(\/[^\s]*)?$/.test(v)) return 'must be an http(s) URL';
-      o.publicBaseUrl = v.replace(/\/+$/, '');
-      return undefined;
-    },
-  },
-  { name: 'QUOTES_REFRESH_SECONDS', default: '15', doc: 'seconds between market refreshes; also the Cache-Control max-age of quotes', apply: int(1, 3600, (n, o) => (o.refreshSeconds = n)) },
-  { name: 'QUOTES_STALE_SECONDS', default: '300', doc: 'a ticker or rate older than this many seconds is answered with 503', apply: int(1, 86400, (n, o) => (o.staleSeconds = n)) },
-  {
+    unit: 'URL',
+    meaning: 'Origin used in absolute URLs such as coinImageUrl (e.g. `https://quotes.example.com`); unset: taken from each request.',
+    parse: optional((raw) => {
+      if (!/^https?:\/\/[^\s/]+(\/[^\s]*)?$/.test(raw)) throw new Error('must be an http(s) URL');
+      return raw.replace(/\/+$/, '');
+    }),
+  }),
+  refreshSeconds: def({ name: 'QUOTES_REFRESH_SECONDS', default: '15', unit: 'seconds', meaning: 'Time between market refreshes; also the Cache-Control max-age of quotes (1–3600).', parse: int(1, 3600) }),
+  staleSeconds: def({ name: 'QUOTES_STALE_SECONDS', default: '300', unit: 'seconds', meaning: 'A ticker or rate older than this is answered with 503 (1–86400).', parse: int(1, 86_400) }),
+  marketRefreshSeconds: def({
     name: 'MARKET_REFRESH_INTERVAL',
     default: undefined,
-    doc: 'seconds (or 15s, 1m) between ticker refreshes (one batched call per exchange); overrides QUOTES_REFRESH_SECONDS',
-    apply: (v, o) => (v === undefined ? undefined : duration(1, 3600, (n, out) => (out.refreshSeconds = Math.round(n)))(v, o)),
-  },
-  {
+    unit: 'seconds (or 15s, 1m)',
+    meaning: 'Time between ticker refreshes (one batched call per exchange); overrides QUOTES_REFRESH_SECONDS (1 s–1 h).',
+    parse: optional(seconds(1, 3600)),
+  }),
+  marketStaleSeconds: def({
     name: 'MARKET_STALE_AFTER',
     default: undefined,
-    doc: 'seconds (or 5m) after which a coin\'s data is answered with 503 stating its age; overrides QUOTES_STALE_SECONDS',
-    apply: (v, o) => (v === undefined ? undefined : duration(1, 86_400, (n, out) => (out.staleSeconds = Math.round(n)))(v, o)),
-  },
-  {
+    unit: 'seconds (or 5m)',
+    meaning: "Age after which a coin's data is answered with 503 stating its age; overrides QUOTES_STALE_SECONDS (1 s–1 d).",
+    parse: optional(seconds(1, 86_400)),
+  }),
+  usageFlushMs: def({
     name: 'QUOTES_USAGE_FLUSH_MS',
     default: '1000',
-    doc: 'milliseconds between writes of usage counts; 0 writes every request at once (quotas exact across several servers, slower)',
-    apply: int(0, 60_000, (n, o) => (o.usageFlushMs = n)),
-  },
-  {
-    name: 'QUOTES_LOG_LEVEL',
-    default: 'info',
-    doc: `log level: ${LOG_LEVELS.join(', ')}`,
-    apply: (v, o) => (v !== undefined && LOG_LEVELS.includes(v) ? void (o.logLevel = v) : `must be one of: ${LOG_LEVELS.join(', ')}`),
-  },
-  {
-    name: 'QUOTES_TRUST_PROXY',
-    default: 'false',
-    doc: 'true behind a reverse proxy: scheme and host come from X-Forwarded-* headers',
-    apply: (v, o) => (v === 'true' || v === 'false' ? void (o.trustProxy = v === 'true') : 'must be true or false'),
-  },
-  {
+    unit: 'ms',
+    meaning: 'Time between writes of usage counts (and on shutdown); 0 writes every request at once (quotas exact across several servers, slower).',
+    parse: int(0, 60_000),
+  }),
+  logLevel: def({ name: 'QUOTES_LOG_LEVEL', default: 'info', meaning: `Log level (pino): ${LOG_LEVELS.join(', ')}.`, parse: (raw) => parseEnum(raw, LOG_LEVELS, false) }),
+  trustProxy: def({ name: 'QUOTES_TRUST_PROXY', default: 'false', meaning: '`true` behind a reverse proxy: scheme and host come from X-Forwarded-* headers.', parse: parseTrueFalse }),
+  fastPath: def({
     name: 'QUOTES_FAST_PATH',
     default: 'true',
-    doc: 'true: a GET /api/v2/crypto whose answer is already cached, by a token already known, is served ahead of the framework pipeline with identical bytes (applies when access logging is off: QUOTES_LOG_LEVEL warn or above); false: every request takes the full pipeline',
-    apply: bool((b, o) => (o.fastPath = b)),
-  },
-  // Burst limits and the dashboard (issue 8).
-  { name: 'RATELIMIT_ENABLED', default: 'true', doc: 'false turns burst limits and sign-in throttling off entirely (monthly quotas still apply)', apply: bool((b, o) => (o.rateLimitEnabled = b)) },
-  {
+    meaning:
+      '`true`: a GET /api/v2/crypto whose answer is already cached, by a token already known, is served ahead of the framework pipeline with identical bytes (applies when access logging is off: QUOTES_LOG_LEVEL warn or above); `false`: every request takes the full pipeline.',
+    parse: parseTrueFalse,
+  }),
+  rateLimitEnabled: def({ name: 'RATELIMIT_ENABLED', default: 'true', meaning: '`false` turns burst limits and sign-in throttling off entirely (monthly quotas still apply).', parse: parseTrueFalse }),
+  rateLimitGrpcAddr: def({
     name: 'RATELIMIT_GRPC_ADDR',
     default: undefined,
-    doc: 'host:port of a ratelimit service (gRPC ShouldRateLimit, domain RATELIMIT_DOMAIN) loaded with ratelimit/quotes.yaml; unset: the same engine embedded in this process (counters per process)',
-    apply: (v, o) => void (o.rateLimitGrpcAddr = v),
-  },
-  { name: 'RATELIMIT_GRPC_TLS', default: 'false', doc: 'true: TLS to the ratelimit service with the system roots (implied by any RATELIMIT_GRPC_TLS_* file below)', apply: bool((b, o) => (o.rateLimitTls = b ? { ca: undefined, cert: undefined, key: undefined, serverName: undefined } : undefined)) },
-  { name: 'RATELIMIT_GRPC_TLS_CA', default: undefined, doc: 'CA file (PEM) the ratelimit server certificate must chain to', apply: () => undefined },
-  { name: 'RATELIMIT_GRPC_TLS_CERT', default: undefined, doc: 'client certificate file (PEM) for mutual TLS (with _KEY)', apply: () => undefined },
-  { name: 'RATELIMIT_GRPC_TLS_KEY', default: undefined, doc: 'client private key file (PEM) for mutual TLS', apply: () => undefined },
-  { name: 'RATELIMIT_GRPC_TLS_SERVER_NAME', default: undefined, doc: 'name to verify in the server certificate instead of the address host', apply: () => undefined },
-  {
+    unit: 'host:port',
+    meaning: 'Address of a ratelimit service (gRPC ShouldRateLimit, domain RATELIMIT_DOMAIN) loaded with ratelimit/quotes.yaml; unset: the same engine embedded in this process (counters per process).',
+    parse: optional(text),
+  }),
+  rateLimitGrpcTls: def({ name: 'RATELIMIT_GRPC_TLS', default: 'false', meaning: '`true`: TLS to the ratelimit service with the system roots (implied by any RATELIMIT_GRPC_TLS_* file below).', parse: parseTrueFalse }),
+  rateLimitGrpcTlsCa: def({ name: 'RATELIMIT_GRPC_TLS_CA', default: undefined, unit: 'path', meaning: 'CA file (PEM) the ratelimit server certificate must chain to.', parse: optional(text) }),
+  rateLimitGrpcTlsCert: def({ name: 'RATELIMIT_GRPC_TLS_CERT', default: undefined, unit: 'path', meaning: 'Client certificate file (PEM) for mutual TLS (with _KEY).', parse: optional(text) }),
+  rateLimitGrpcTlsKey: def({ name: 'RATELIMIT_GRPC_TLS_KEY', default: undefined, unit: 'path', meaning: 'Client private key file (PEM) for mutual TLS.', parse: optional(text) }),
+  rateLimitGrpcTlsServerName: def({ name: 'RATELIMIT_GRPC_TLS_SERVER_NAME', default: undefined, meaning: 'Name to verify in the server certificate instead of the address host.', parse: optional(text) }),
+  rateLimitTimeoutMs: def({
     name: 'RATELIMIT_TIMEOUT',
     default: '100ms',
-    doc: 'deadline of each ShouldRateLimit call (e.g. 50ms, 1s; a bare number is milliseconds); past it RATELIMIT_FAILURE_MODE applies',
-    apply: (v, o) => {
-      const m = /^(\d+(?:\.\d+)?)\s*(ms|s)?$/.exec((v ?? '').trim());
+    unit: 'ms (or 1s)',
+    meaning: 'Deadline of each ShouldRateLimit call (e.g. 50ms, 1s; a bare number is milliseconds; 1 ms–60 s); past it RATELIMIT_FAILURE_MODE applies.',
+    parse: (raw) => {
+      const m = /^(\d+(?:\.\d+)?)\s*(ms|s)?$/.exec(raw.trim());
       const ms = m === null ? NaN : Number(m[1]) * (m[2] === 's' ? 1000 : 1);
-      if (!(ms >= 1 && ms <= 60_000)) return 'must be a duration from 1ms to 60s (e.g. 100ms)';
-      o.rateLimitTimeoutMs = Math.round(ms);
-      return undefined;
+      if (!(ms >= 1 && ms <= 60_000)) throw new Error('must be a duration from 1ms to 60s (e.g. 100ms)');
+      return Math.round(ms);
     },
-  },
-  {
+  }),
+  rateLimitFailureMode: def({
     name: 'RATELIMIT_FAILURE_MODE',
     default: 'allow',
-    doc: 'when the ratelimit service cannot answer in time: allow (admit unchecked, like Envoy failure_mode_deny=false) or deny (503 with Retry-After: 1); logged and counted either way',
-    apply: (v, o) => (v === 'allow' || v === 'deny' ? void (o.rateLimitFailureMode = v) : 'must be allow or deny'),
-  },
-  { name: 'RATELIMIT_DOMAIN', default: 'quotes', doc: 'rate limit domain of the quotes rules', apply: (v, o) => void (o.rateLimitDomain = v ?? 'quotes') },
-  { name: 'RATELIMIT_RULES_DIR', default: undefined, doc: 'rule directory of the embedded engine; unset: services/quotes/ratelimit (quotes.yaml) shipped with the service', apply: (v, o) => void (o.rateLimitRulesDir = v) },
-  {
+    meaning: 'When the ratelimit service cannot answer in time: `allow` (admit unchecked, like Envoy failure_mode_deny=false) or `deny` (503 with Retry-After: 1); logged and counted either way.',
+    parse: (raw) => parseEnum(raw, ['allow', 'deny'] as const, false),
+  }),
+  rateLimitDomain: def({ name: 'RATELIMIT_DOMAIN', default: 'quotes', meaning: 'Rate limit domain of the quotes rules.', parse: text }),
+  rateLimitRulesDir: def({ name: 'RATELIMIT_RULES_DIR', default: undefined, unit: 'path', meaning: 'Rule directory of the embedded engine; unset: services/quotes/ratelimit (quotes.yaml) shipped with the service.', parse: optional(text) }),
+  dashboardSignupPlan: def({
     name: 'DASHBOARD_SIGNUP_PLAN',
     default: 'startup',
-    doc: 'plan of new dashboard sign-ups (operators change it per user with `quotes user plan EMAIL PLAN`)',
-    apply: (v, o) => (v !== undefined && /^[a-z0-9_-]+$/.test(v) ? void (o.dashboardSignupPlan = v) : 'must be a plan id'),
-  },
-  { name: 'DASHBOARD_SESSION_TTL', default: '7d', doc: 'lifetime of a dashboard session (seconds, or 30m, 12h, 7d)', apply: duration(60, 365 * 86_400, (n, o) => (o.dashboardSessionSeconds = Math.round(n))) },
-  { name: 'DASHBOARD_ASSETS_DIR', default: undefined, doc: 'directory of the built dashboard; unset: services/quotes/dist/web (produced by npm run build)', apply: (v, o) => void (o.dashboardAssetsDir = v) },
-];
+    meaning: 'Plan of new dashboard sign-ups (operators change it per user with `quotes user plan EMAIL PLAN`).',
+    parse: (raw) => {
+      if (!/^[a-z0-9_-]+$/.test(raw)) throw new Error('must be a plan id');
+      return raw;
+    },
+  }),
+  dashboardSessionSeconds: def({ name: 'DASHBOARD_SESSION_TTL', default: '7d', unit: 'seconds (or 30m, 12h, 7d)', meaning: 'Lifetime of a dashboard session (60 s–365 d).', parse: seconds(60, 365 * 86_400) }),
+  dashboardAssetsDir: def({ name: 'DASHBOARD_ASSETS_DIR', default: undefined, unit: 'path', meaning: 'Directory of the built dashboard; unset: services/quotes/dist/web (produced by npm run build).', parse: optional(text) }),
+} as const;
 
-export class SettingsError extends Error {
-  constructor(readonly problems: readonly string[]) {
-    super(`invalid settings:\n  ${problems.join('\n  ')}`);
-    this.name = 'SettingsError';
-  }
+type DeclaredValues = ValuesOf<typeof SETTING_DEFS>;
+
+/** TLS to a remote ratelimit service; undefined = plaintext. */
+export interface RateLimitTls {
+  ca: string | undefined;
+  cert: string | undefined;
+  key: string | undefined;
+  serverName: string | undefined;
 }
 
-export function loadSettings(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Record<string, string>> = {}): Readonly<Settings> {
-  const out: Partial<Settings> = {};
-  const problems: string[] = [];
-  for (const d of SETTINGS) {
-    const given = overrides[d.name] ?? env[d.name];
-    const raw = given === undefined || given === '' ? d.default : given;
-    const err = d.apply(raw, out);
-    if (err !== undefined) problems.push(`${d.name}=${JSON.stringify(d.name === 'DATABASE_URL' ? given?.replace(/\/\/[^@/]*@/, '//***@') : given)}: ${err}`);
-  }
-  // Per-exchange URLs are named after the exchange id, so they are found by prefix.
-  const urls: Record<string, string> = {};
-  const wsUrls: Record<string, string> = {};
-  for (const [name, value] of Object.entries({ ...env, ...overrides })) {
-    const m = /^MARKET_EXCHANGE_(WS_)?URL_([A-Z0-9]+)$/.exec(name);
-    if (m === null || value === undefined || value === '') continue;
-    const ok = m[1] === undefined ? /^https?:\/\/[^\s]+$/.test(value) : /^wss?:\/\/[^\s]+$/.test(value);
-    if (!ok) {
-      problems.push(`${name}=${JSON.stringify(value)}: must be an ${m[1] === undefined ? 'http(s)' : 'ws(s)'} URL`);
-      continue;
-    }
-    (m[1] === undefined ? urls : wsUrls)[(m[2] ?? '').toLowerCase()] = value.replace(/\/+$/, '');
-  }
-  out.exchangeUrls = urls;
-  out.exchangeWsUrls = wsUrls;
-  if (out.fxSources !== undefined && out.fxSources.length === 0) out.fxSources = out.marketSource === 'simulated' ? ['simulated'] : ['ptax', 'ecb'];
-  const tlsFile = (name: string): string | undefined => {
-    const v = overrides[name] ?? env[name];
-    return v === undefined || v === '' ? undefined : v;
+/**
+ * The settings the rest of the service reads: the declared values, with the ones that combine
+ * several variables folded into one property (an override, `auto`, the TLS files).
+ */
+function combine(v: DeclaredValues) {
+  const {
+    fxSource,
+    marketRefreshSeconds,
+    marketStaleSeconds,
+    rateLimitGrpcTls,
+    rateLimitGrpcTlsCa: ca,
+    rateLimitGrpcTlsCert: cert,
+    rateLimitGrpcTlsKey: key,
+    rateLimitGrpcTlsServerName: serverName,
+    ...rest
+  } = v;
+  const anyTlsFile = ca !== undefined || cert !== undefined || key !== undefined || serverName !== undefined;
+  const rateLimitTls: RateLimitTls | undefined = anyTlsFile ? { ca, cert, key, serverName } : rateLimitGrpcTls ? { ca: undefined, cert: undefined, key: undefined, serverName: undefined } : undefined;
+  const autoFx: readonly FxSourceKind[] = rest.marketSource === 'simulated' ? ['simulated'] : ['ptax', 'ecb'];
+  return {
+    ...rest,
+    fxSources: fxSource === 'auto' ? autoFx : fxSource,
+    refreshSeconds: marketRefreshSeconds ?? rest.refreshSeconds,
+    staleSeconds: marketStaleSeconds ?? rest.staleSeconds,
+    rateLimitTls,
   };
-  const [ca, cert, key, serverName] = ['RATELIMIT_GRPC_TLS_CA', 'RATELIMIT_GRPC_TLS_CERT', 'RATELIMIT_GRPC_TLS_KEY', 'RATELIMIT_GRPC_TLS_SERVER_NAME'].map(tlsFile);
-  if (ca !== undefined || cert !== undefined || key !== undefined || serverName !== undefined) out.rateLimitTls = { ca, cert, key, serverName };
-  if ((cert === undefined) !== (key === undefined)) problems.push('RATELIMIT_GRPC_TLS_CERT and RATELIMIT_GRPC_TLS_KEY must be set together');
-  if (problems.length > 0) throw new SettingsError(problems);
-  return Object.freeze(out as Settings);
+}
+
+export type Settings = Readonly<ReturnType<typeof combine>>;
+
+/**
+ * Parses the environment (an empty variable counts as unset); `overrides` win over `env`, and
+ * `fallbacks` replace a declared default for a variable left unset (the quick start's offline
+ * market). Throws SettingsError listing every bad variable.
+ */
+export function loadSettings(env: Env = process.env, overrides: Partial<Record<string, string>> = {}, fallbacks: Partial<Record<string, string>> = {}): Settings {
+  const merged: Record<string, string | undefined> = {};
+  for (const [name, value] of Object.entries(fallbacks)) if (value !== undefined) merged[name] = value;
+  for (const [name, value] of Object.entries(env)) if (value !== undefined && value !== '') merged[name] = value;
+  for (const [name, value] of Object.entries(overrides)) if (value !== undefined) merged[name] = value;
+  const reader = new SettingsReader(merged, { blankIsUnset: true });
+  const values = reader.readAll(SETTING_DEFS);
+  if ((values.rateLimitGrpcTlsCert === undefined) !== (values.rateLimitGrpcTlsKey === undefined)) {
+    reader.fail('RATELIMIT_GRPC_TLS_CERT and RATELIMIT_GRPC_TLS_KEY must be set together');
+  }
+  reader.finish();
+  return Object.freeze(combine(values));
 }

@@ -1,20 +1,13 @@
-// The composition root (house rule 1): the only place that picks implementations. It turns
-// frozen settings into a store, the decision service, health, and the gRPC and HTTP servers,
-// without listening — `start()` opens the listeners, `stop()` drains them.
+// The composition root: the only place that picks implementations. It turns
+// frozen settings into a store (compose-counter-store.ts), the decision service, health, the rule
+// source (files, xDS, or the primary process in worker mode), tracing, and the gRPC and HTTP
+// servers, without listening — `start()` opens the listeners, `stop()` drains them. main.ts calls
+// `composeRateLimitApp` and only runs the process: settings -> build -> listen, and signals.
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { CounterStore } from './backends/counter-store.js';
-import { MemoryStore } from './backends/memory-store.js';
-import { MemcachedStore } from './backends/memcached-store.js';
-import { mcstoreTlsOptions } from './backends/memcached-settings.js';
-import { createSrvLookup } from './backends/srv.js';
-import { createKvStore, type WaitableStore } from './backends/kvstore-factory.js';
-import { maskUrl } from './backends/redis-store.js';
-import { waitForStore } from './backends/store-startup.js';
-import { mathRandom, systemClock, type Clock, type RandomSource } from './clock.js';
-import type { RuleSet } from './config/rule-set.js';
+import { RateLimitError, RateLimitService, StatsStore, mathRandom, systemClock, type Clock, type CounterStore, type LimiterOptions, type RandomSource, type RuleSet } from '@rls/engine';
+import { composeCounterStore } from './compose-counter-store.js';
 import { HealthChecker, trackStoreHealth } from './health.js';
-import type { LimiterOptions } from './limiter/options.js';
 import type { Logger } from './logger.js';
 import { fileProviderOptions, FileRuleProvider } from './provider/file-provider.js';
 import { createDebugServer, type DebugServer } from './server/debug-server.js';
@@ -24,17 +17,16 @@ import { createHttpServer, type HttpServer } from './server/http-server.js';
 import { httpTimeoutsFrom, requestLimitsFrom } from './server/limits-settings.js';
 import { LocalAnswerMemo } from './server/local-answer-memo.js';
 import { readFileSync } from 'node:fs';
-import { RateLimitError } from './errors.js';
 import type { Scheduler } from './provider/xds-backoff.js';
 import { createXdsRuleProvider, type XdsRuleProvider } from './provider/xds-rule-provider.js';
 import { xdsConnectionOptions } from './provider/xds-settings.js';
-import type { GrpcTlsOptions } from './server/grpc-server.js';
+import type { GrpcTlsOptions } from './server/grpc-server-types.js';
 import { CertificateReloader, loadKeyPair } from './server/tls-cert-reloader.js';
 import { clientCertificateProblem } from './server/tls-client-verify.js';
-import { RateLimitService } from './service.js';
-import type { Settings } from './settings.js';
+import type { LoadedSettings, Settings } from './settings.js';
+import type { WorkerRole } from './cluster/worker-role.js';
+import { SnapshotRuleProvider } from './provider/snapshot-provider.js';
 import { startStatsSinks, type StatsSinks, type StatsSinksOptions } from './stats/stats-sinks.js';
-import { StatsStore } from './stats/stats-store.js';
 import type { Tracing } from './tracing/tracing.js';
 
 export interface AppDeps {
@@ -113,27 +105,6 @@ export function limiterOptionsFrom(s: Settings): LimiterOptions {
   });
 }
 
-function createStore(s: Settings, clock: Clock, random: RandomSource, stats: StatsStore, logger: Logger): CounterStore {
-  switch (s.backendType) {
-    case 'memory':
-      return new MemoryStore({ clock, maxKeys: s.memoryStoreMaxKeys, stats });
-    case 'redis':
-      return createKvStore(s, { stats, logger, random });
-    case 'mcstore':
-      return new MemcachedStore({
-        ...(s.mcstoreHostPort.length > 0 ? { servers: s.mcstoreHostPort } : {}),
-        ...(s.mcstoreSrv !== '' ? { srv: { name: s.mcstoreSrv, refreshMs: s.mcstoreSrvRefreshMs, lookup: createSrvLookup(s.mcstoreSrvDnsServer, s.mcstoreTimeoutMs) } } : {}),
-        connectionsPerNode: s.mcstoreMaxIdleConns,
-        timeoutMs: s.mcstoreTimeoutMs,
-        tls: mcstoreTlsOptions(s),
-        clock,
-        random,
-        stats,
-        logger: logger.child({ component: 'memcached' }),
-      });
-  }
-}
-
 export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitApp {
   const logger = deps.logger;
   const clock = deps.clock ?? systemClock;
@@ -148,7 +119,7 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
   const health = new HealthChecker({ [HEALTH_STORE]: false, [HEALTH_SIGTERM]: true });
   if (settings.healthyWithAtLeastOneConfigLoaded) health.set(HEALTH_CONFIG, false);
 
-  const store = createStore(settings, clock, random, stats, logger);
+  const { store, ready: storeReady } = composeCounterStore(settings, { clock, random, stats, logger });
   trackStoreHealth(health, HEALTH_STORE, store, settings.kvstoreHealthCheckActiveConnection);
 
   const tracing = deps.tracing;
@@ -181,13 +152,12 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
     tls: grpcTls,
     maxConnectionAgeMs: settings.grpcMaxConnectionAgeMs,
     maxConnectionAgeGraceMs: settings.grpcMaxConnectionAgeGraceMs,
-    transport: settings.grpcTransport,
     limits: grpcLimitsOf(settings),
     requestLimits,
     random,
     // Repeats of requests answered from the local over-limit cache skip decoding and encoding
     // (not with tracing: every call must get its span).
-    answerMemo: service.localCache !== undefined && tracing === undefined ? new LocalAnswerMemo(service) : undefined,
+    wrapShouldRateLimit: service.localCache !== undefined && tracing === undefined ? new LocalAnswerMemo().wrap : undefined,
   });
   const certReloader =
     grpcTls === undefined
@@ -250,24 +220,7 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
         gaugeTimer.unref();
       }
     }
-    if (settings.backendType === 'redis' && 'waitUntilConnected' in store) {
-      // Upstream blocks start-up until Redis answers (KVSTORE_STARTUP_*); a give-up rejects start().
-      await waitForStore(store as WaitableStore, {
-        initialIntervalMs: settings.kvstoreStartupInitialIntervalMs,
-        maxIntervalMs: settings.kvstoreStartupMaxIntervalMs,
-        maxElapsedMs: settings.kvstoreStartupMaxElapsedMs,
-        url: maskUrl(settings.kvstoreUrl),
-        random,
-        logger: logger.child({ component: 'redis' }),
-      });
-    }
-    if (store instanceof MemcachedStore) {
-      // An SRV name that does not resolve is fatal, as upstream; nodes that do not answer yet are not (fail-open).
-      await store.ready();
-      await store.waitUntilConnected(settings.mcstoreTimeoutMs * 4).catch((err: unknown) => {
-        logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'memcached not reachable yet; counting from 0 until it is');
-      });
-    }
+    await storeReady();
     await debug.listen(settings.debugHost, settings.debugPort);
     const d = debug.address() as AddressInfo;
     logger.info({ address: `${d.address}:${d.port}` }, 'debug server listening');
@@ -328,5 +281,76 @@ function serverTlsOptions(s: Settings): GrpcTlsOptions | undefined {
     ca: readFileSync(s.grpcClientTlsCacert),
     requestClientCert: true,
     verifyClient: san === '' ? undefined : (cert) => clientCertificateProblem(cert, san),
+  };
+}
+
+export interface ComposeOptions {
+  logger: Logger;
+  /** Worker mode: this process is one of WORKERS; the primary owns the rule source and the stats sinks. */
+  workerRole?: WorkerRole | undefined;
+}
+
+/** The app with the choice of where its first rules come from. */
+export interface ComposedApp {
+  readonly app: RateLimitApp;
+  /**
+   * Resolves once the first rules are in, as the rule source requires before listening: the rule
+   * files are read at once; xDS waits for the first configuration event (unless
+   * FORCE_START_WITHOUT_INITIAL_CONFIG); a worker waits for the primary's snapshot (rejects when
+   * the primary is gone first).
+   */
+  readonly firstRules: () => Promise<void>;
+  /** A stop before listening: ends whatever firstRules waits on (the xDS stream). */
+  readonly abandonFirstRules: () => void;
+}
+
+/** Builds the process's app from the loaded settings: tracing and the rule source chosen here. */
+export async function composeRateLimitApp(loaded: LoadedSettings, opts: ComposeOptions): Promise<ComposedApp> {
+  const { settings } = loaded;
+  const { logger, workerRole } = opts;
+  let tracing: Tracing | undefined;
+  if (settings.tracingEnabled) {
+    // Loaded only when wanted: the OpenTelemetry SDK costs start-up time and memory.
+    const { createTracing } = await import('./tracing/tracing.js');
+    tracing = await createTracing(
+      {
+        protocol: settings.tracingExporterProtocol,
+        serviceName: settings.tracingServiceName,
+        serviceNamespace: settings.tracingServiceNamespace,
+        serviceInstanceId: settings.tracingServiceInstanceId,
+        samplingRate: settings.tracingSamplingRate,
+      },
+      { logger: logger.child({ component: 'tracing' }) },
+    );
+  }
+  const app = buildRateLimitApp(settings, {
+    logger,
+    ...(workerRole !== undefined ? { stats: workerRole.stats, rulesFromPrimary: true, statsTotals: () => workerRole.statsTotals() } : { statsSinks: loaded.stats }),
+    ...(tracing !== undefined ? { tracing } : {}),
+  });
+  if (workerRole !== undefined) {
+    // The primary loaded and validated the rules; this worker compiles each snapshot it sends, the
+    // current one before listening (also when it replaces a worker that died).
+    const snapshots = new SnapshotRuleProvider({ sink: app.service, stats: app.stats, mergeDomainConfig: settings.mergeDomainConfig, logger: logger.child({ component: 'rules' }) });
+    workerRole.onRules((snapshot) => snapshots.apply(snapshot));
+    return { app, firstRules: () => workerRole.firstRules, abandonFirstRules: () => undefined };
+  }
+  const xds = app.xds;
+  if (xds !== undefined) {
+    const firstRules = async (): Promise<void> => {
+      xds.start();
+      if (settings.forceStartWithoutInitialConfig) return;
+      logger.info({ server: settings.xdsServerUrl }, 'waiting for the first configuration from the xDS management server');
+      await xds.firstConfigEvent;
+    };
+    return { app, firstRules, abandonFirstRules: () => xds.stop() };
+  }
+  return {
+    app,
+    firstRules: () => {
+      app.loadRules();
+      return Promise.resolve();
+    },
+    abandonFirstRules: () => undefined,
   };
 }

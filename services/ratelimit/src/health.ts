@@ -53,7 +53,7 @@ export interface ConnectionSource {
 }
 
 /**
- * The counter-store component (reference §10; upstream calls it `redis`): healthy once the store
+ * The counter-store component (docs/ratelimit.md, "Health"; upstream calls it `redis`): healthy once the store
  * has a connection. With `activeConnectionCheck` (KVSTORE_HEALTH_CHECK_ACTIVE_CONNECTION) it also
  * fails whenever the last connection is gone and recovers with the next one; without it, losing
  * the store later shows up as request errors, not as health. A store without connections (the

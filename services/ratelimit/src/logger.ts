@@ -1,4 +1,4 @@
-// The one root logger (house rule 13). LOG_FORMAT=json writes objects with `@timestamp`
+// The one root logger; components take child loggers. LOG_FORMAT=json writes objects with `@timestamp`
 // (RFC 3339 with nanoseconds), `@message` and `level`, as upstream's logrus JSON formatter;
 // LOG_FORMAT=text writes `time=<ts> level=<level> msg=<text>` lines plus `key=value` fields.
 import { pino, type Logger, type DestinationStream } from 'pino';

@@ -1,13 +1,12 @@
-// `ratelimit`: settings → app → rules → listen; SIGTERM/SIGINT/SIGHUP drain and exit 0.
+// `ratelimit`: settings → app (composed in app.ts) → first rules → listen; SIGTERM/SIGINT/SIGHUP
+// drain and exit 0. Worker mode (WORKERS) decides here which role this process plays.
 import cluster from 'node:cluster';
 import { availableParallelism } from 'node:os';
-import { buildRateLimitApp } from './app.js';
+import { composeRateLimitApp } from './app.js';
 import { runPrimary } from './cluster/primary.js';
 import { startWorkerRole } from './cluster/worker-role.js';
 import { resolveWorkerCount } from './cluster/worker-settings.js';
-import { SnapshotRuleProvider } from './provider/snapshot-provider.js';
-import type { Tracing } from './tracing/tracing.js';
-import { isRateLimitError } from './errors.js';
+import { isRateLimitError } from '@rls/engine';
 import { createLogger } from './logger.js';
 import { loadSettings, type LoadedSettings } from './settings.js';
 
@@ -35,57 +34,20 @@ export async function run(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   }
   const workerRole = cluster.isWorker ? startWorkerRole(logger) : undefined;
 
-  let tracing: Tracing | undefined;
-  if (settings.tracingEnabled) {
-    // Loaded only when wanted: the OpenTelemetry SDK costs start-up time and memory.
-    const { createTracing } = await import('./tracing/tracing.js');
-    tracing = await createTracing(
-      {
-        protocol: settings.tracingExporterProtocol,
-        serviceName: settings.tracingServiceName,
-        serviceNamespace: settings.tracingServiceNamespace,
-        serviceInstanceId: settings.tracingServiceInstanceId,
-        samplingRate: settings.tracingSamplingRate,
-      },
-      { logger: logger.child({ component: 'tracing' }) },
-    );
+  const { app, firstRules, abandonFirstRules } = await composeRateLimitApp(loaded, { logger, workerRole });
+  // Nothing listens yet, so a signal now (the primary stopping, an operator) has nothing to drain.
+  const early = (): void => {
+    abandonFirstRules();
+    process.exit(0);
+  };
+  for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.once(sig, early);
+  try {
+    await firstRules();
+  } catch (err) {
+    logger.fatal({ err: err instanceof Error ? err.message : String(err) }, workerRole !== undefined ? 'no rules from the primary process' : 'no rules');
+    process.exit(1);
   }
-  const app = buildRateLimitApp(settings, {
-    logger,
-    ...(workerRole !== undefined ? { stats: workerRole.stats, rulesFromPrimary: true, statsTotals: () => workerRole.statsTotals() } : { statsSinks: loaded.stats }),
-    ...(tracing !== undefined ? { tracing } : {}),
-  });
-  if (workerRole !== undefined) {
-    // The primary loaded and validated the rules; this worker compiles each snapshot it sends, the
-    // current one before listening (also when it replaces a worker that died).
-    const snapshots = new SnapshotRuleProvider({ sink: app.service, stats: app.stats, mergeDomainConfig: settings.mergeDomainConfig, logger: logger.child({ component: 'rules' }) });
-    workerRole.onRules((snapshot) => snapshots.apply(snapshot));
-    // Nothing listens yet, so a signal now (the primary stopping) has nothing to drain.
-    const early = (): void => process.exit(0);
-    for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.once(sig, early);
-    try {
-      await workerRole.firstRules;
-    } catch (err) {
-      logger.fatal({ err: err instanceof Error ? err.message : String(err) }, 'no rules from the primary process');
-      process.exit(1);
-    }
-    for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.off(sig, early);
-  } else if (app.xds !== undefined) {
-    app.xds.start();
-    if (!settings.forceStartWithoutInitialConfig) {
-      // Nothing listens yet, so a signal now has nothing to drain: stop the client and leave.
-      const early = (): void => {
-        app.xds?.stop();
-        process.exit(0);
-      };
-      for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.once(sig, early);
-      logger.info({ server: settings.xdsServerUrl }, 'waiting for the first configuration from the xDS management server');
-      await app.xds.firstConfigEvent;
-      for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.off(sig, early);
-    }
-  } else {
-    app.loadRules();
-  }
+  for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.off(sig, early);
   try {
     await app.start();
   } catch (err) {

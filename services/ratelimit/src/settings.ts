@@ -1,9 +1,10 @@
-// Every environment variable of the rate limit service, declared once (house rule 2): seed name,
+// Every environment variable of the rate limit service, declared once: primary name,
 // upstream aliases, default, meaning. `loadSettings` parses them all at start-up, lists every bad
 // variable in one error, and returns a frozen object that is passed down to the components.
-// docs/ratelimit.md's settings table is generated from SETTING_DEFS (scripts/settings-doc.ts).
-import { def, SettingsReader, type Env, type SettingDef, type ValuesOf } from './settings/schema.js';
-import { clampedFloat, clampedInt, nonNegativeDurationMs, parseBool, parseDurationMs, parseEnum, parseGoPort, parseInteger } from './settings/parse.js';
+// docs/ratelimit.md's settings table is generated from SETTING_DEFS
+// (`npx tsx --conditions=source services/ratelimit/src/settings-doc.ts`).
+import { RateLimitError } from '@rls/engine';
+import { def, formatSettingsProblems, SettingsReader, type Env, type ValuesOf, clampedFloat, clampedInt, nonNegativeDurationMs, parseBool, parseDurationMs, parseEnum, parseGoPort, parseInteger } from '@rls/settings';
 import { resolveStatsOptions, STATS_SETTING_DEFS } from './stats/stats-settings.js';
 import { checkXdsSettings, XDS_SETTING_DEFS } from './provider/xds-settings.js';
 import { checkGrpcTlsSettings, GRPC_TLS_SETTING_DEFS } from './server/tls-settings.js';
@@ -46,12 +47,17 @@ export const SETTING_DEFS = {
     meaning: 'After that GOAWAY, calls still open get this long, then the connection is closed (duration; negative is taken as 0 with a warning).',
     parse: nonNegativeDurationMs,
   }),
+  // Retired: the node:http2 transport was removed (issue 13). Declared only so that a deployment
+  // still asking for it fails at start with the reason instead of silently getting another stack.
   grpcTransport: def({
     name: 'GRPC_TRANSPORT',
     default: 'lean',
     meaning:
-      'HTTP/2 implementation under the gRPC server. `lean`: our own HTTP/2 + HPACK server carrying only what gRPC needs (several times less CPU per request). `node`: node:http2 (nghttp2), the reference implementation, as an escape hatch if a client misbehaves with `lean`.',
-    parse: (raw: string) => parseEnum(raw, ['lean', 'node'] as const),
+      'Retired. The gRPC server always runs on its own HTTP/2 stack (`lean`, the only value accepted); `node` (node:http2) was removed and is refused at start.',
+    parse: (raw: string) => {
+      if (raw === 'node') throw new Error('the node:http2 transport was removed; unset GRPC_TRANSPORT (the lean HTTP/2 transport is the only one)');
+      return parseEnum(raw, ['lean'] as const);
+    },
   }),
   ...GRPC_TLS_SETTING_DEFS,
   ...GRPC_LIMIT_SETTING_DEFS,
@@ -210,12 +216,8 @@ export interface LoadedSettings {
 
 /** Parses the environment; throws RateLimitError('settings_invalid') listing every bad variable. */
 export function loadSettings(env: Env = process.env): LoadedSettings {
-  const reader = new SettingsReader(env);
-  const out: Record<string, unknown> = {};
-  for (const [key, d] of Object.entries(SETTING_DEFS) as [string, SettingDef<unknown>][]) {
-    out[key] = reader.read(d);
-  }
-  const s = out as Settings;
+  const reader = new SettingsReader(env, { invalid: (problems) => new RateLimitError('settings_invalid', formatSettingsProblems(problems)) });
+  const s: Settings = reader.readAll(SETTING_DEFS);
   if (reader.errors.length === 0 && s.backendType === 'redis') {
     const kv = checkKvstoreSettings(s, (name) => env[name] !== undefined);
     for (const e of kv.errors) reader.fail(e);

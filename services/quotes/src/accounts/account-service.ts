@@ -83,7 +83,7 @@ export class AccountService {
     return true;
   }
 
-  /** The account of a token already in the cache, without asking the store (the fast path); else undefined. */
+  /** The account of a token already in the cache, without asking the store; else undefined (also for an unknown token). */
   cachedAccount(token: string | undefined): Account | undefined {
     if (token === undefined || token.length === 0 || token.length > 200 || !this.cacheUsable()) return undefined;
     return this.cache.get(hashToken(token));

@@ -1,4 +1,3 @@
-import type { IncomingMessage } from 'node:http';
 import type { Account } from '../accounts/account-service.js';
 import type { RequestLimiter } from '../accounts/request-limiter.js';
 
@@ -42,29 +41,4 @@ async function refuse(account: Account, limiters: readonly RequestLimiter[], ref
     for (const k in peeked) headers.push(k, peeked[k]!);
   }
   throw err;
-}
-
-/**
- * What the fast path already decided for a request it hands over to the full pipeline: the
- * account, the limiter headers, and the refusal (or failure) to report. The limiters counted the
- * request once; the pipeline must replay this outcome instead of asking them again.
- */
-export interface Admission {
-  account: Account;
-  headers: string[];
-  /** Undefined when the request was admitted. */
-  error: Error | undefined;
-}
-
-const ADMISSION = Symbol('quotes.admission');
-type WithAdmission = IncomingMessage & { [ADMISSION]?: Admission | undefined };
-
-export function attachAdmission(raw: IncomingMessage, admission: Admission): void {
-  (raw as WithAdmission)[ADMISSION] = admission;
-}
-
-export function takeAdmission(raw: IncomingMessage): Admission | undefined {
-  const a = (raw as WithAdmission)[ADMISSION];
-  if (a !== undefined) (raw as WithAdmission)[ADMISSION] = undefined;
-  return a;
 }

@@ -1,9 +1,9 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AccountService } from '../accounts/account-service.js';
+import type { Account, AccountService } from '../accounts/account-service.js';
 import type { RequestLimiter } from '../accounts/request-limiter.js';
 import { QuotesError } from '../errors.js';
-import { admitAll, takeAdmission } from './admission.js';
+import { admitAll } from './admission.js';
 import { queryValue, type RawQuery } from './crypto-query.js';
 import './request-context.js';
 
@@ -24,35 +24,31 @@ export function requestToken(request: FastifyRequest): string | undefined {
   return tokenOf(request.headers, request.query as RawQuery);
 }
 
-export type Authenticate = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
-
-function addHeaders(reply: FastifyReply, headers: readonly string[]): void {
-  for (let i = 0; i < headers.length; i += 2) reply.header(headers[i]!, headers[i + 1]);
+/**
+ * The account a token resolved to, checked for the crypto API: 401 without one (unknown or
+ * revoked token), 403 when its plan does not include crypto.
+ */
+export function authorize(account: Account | undefined): Account {
+  if (account === undefined) throw new QuotesError('TOKEN_INVALID');
+  if (!account.plan.crypto) throw new QuotesError('PLAN_NO_CRYPTO');
+  return account;
 }
 
+export type Authenticate = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+
 /**
- * Token -> account (401), plan includes crypto (403), then every limiter in order (429 burst
- * limits, then 402 monthly quota), adding their headers. Called at the start of each crypto handler
- * (a route hook would cost an extra callback hop on the hottest path). A request the fast path
- * already admitted or refused replays that outcome (see Admission).
+ * Token -> account (`authorize`), then every limiter in order (429 burst limits, then 402
+ * monthly quota), adding their headers, refused or not. Called at the start of each crypto
+ * handler (a route hook would cost an extra callback hop on the hottest path).
  */
 export function authenticator(accounts: AccountService, limiters: readonly RequestLimiter[]): Authenticate {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    const pre = takeAdmission(request.raw);
-    if (pre !== undefined) {
-      addHeaders(reply, pre.headers);
-      if (pre.error !== undefined) throw pre.error;
-      request.account = pre.account;
-      return;
-    }
-    const account = await accounts.authenticate(requestToken(request));
-    if (account === undefined) throw new QuotesError('TOKEN_INVALID');
-    if (!account.plan.crypto) throw new QuotesError('PLAN_NO_CRYPTO');
+    const account = authorize(await accounts.authenticate(requestToken(request)));
     const headers: string[] = [];
     try {
       await admitAll(account, limiters, headers);
     } finally {
-      addHeaders(reply, headers);
+      for (let i = 0; i < headers.length; i += 2) reply.header(headers[i]!, headers[i + 1]);
     }
     request.account = account;
   };

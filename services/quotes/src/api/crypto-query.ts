@@ -3,6 +3,7 @@ import { QuotesError } from '../errors.js';
 import { resolveHistoryParams, type HistoryParams } from '../history/range-rules.js';
 import type { CoinCatalog } from '../market/coin-catalog.js';
 import { CURRENCIES, DEFAULT_CURRENCY, isCurrency } from '../market/currencies.js';
+import type { CryptoRequest } from '../service/quote-service.js';
 
 export type RawQuery = Record<string, string | string[] | undefined>;
 
@@ -39,4 +40,11 @@ export function parseCryptoQuery(q: RawQuery, plan: Plan, catalog: CoinCatalog):
   const unknown = coins.filter((c) => catalog.get(c) === undefined);
   if (unknown.length > 0) throw new QuotesError('COIN_UNKNOWN', { coins: unknown });
   return { coins, currency, history };
+}
+
+/** The quote service's request for `/api/v2/crypto` parameters, validated for the plan (see parseCryptoQuery). */
+export function cryptoRequest(q: RawQuery, plan: Plan, catalog: CoinCatalog, baseUrl: string): CryptoRequest {
+  const parsed = parseCryptoQuery(q, plan, catalog);
+  // Built field by field: on the cached path an object spread cost more than the rest of the check.
+  return { coins: parsed.coins, currency: parsed.currency, history: parsed.history, plan, baseUrl };
 }

@@ -91,7 +91,7 @@ export function buildOpenApi(plans: PlanCatalog): Record<string, unknown> {
         Error: { type: 'object', properties: { error: { const: true }, message: str }, required: ['error', 'message'] },
         HistoricalDataPrice: {
           type: 'object',
-          properties: { date: { type: 'integer', description: 'Bucket start, Unix seconds' }, open: nullableNum, high: nullableNum, low: nullableNum, close: nullableNum, volume: nullableNum, adjustedClose: nullableNum },
+          properties: { date: { type: 'integer', description: 'Bucket start, Unix seconds' }, open: nullableNum, high: nullableNum, low: nullableNum, close: nullableNum, volume: { type: ['number', 'null'], description: "Traded value in `currency`: the exchange's own quote-asset volume (Binance kline field 7) converted like the prices, rounded to the currency's minor units. null before the first FX fixing, and for exchanges whose klines carry only base-asset volume (it is never approximated from base volume x price)" }, adjustedClose: nullableNum },
           required: ['date', 'open', 'high', 'low', 'close', 'volume', 'adjustedClose'],
         },
         Coin: {

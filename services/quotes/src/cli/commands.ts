@@ -7,11 +7,10 @@ import { systemClock, type Clock } from '../clock.js';
 import { createLogger } from '../logger.js';
 import { startServer, stopOnSignals } from '../main.js';
 import { packageRoot } from '../package-root.js';
-import { loadSettings, SETTINGS, SettingsError, type Settings } from '../settings.js';
-import { openStore } from '../store/open-store.js';
+import { loadSettings, SETTING_DEFS, SettingsError, type Settings } from '../settings.js';
+import { createSources, openStore } from '../compose.js';
 import { importKlinesFile } from '../import/klines-import.js';
 import { ChecksumError } from '../import/dump-files.js';
-import { createSources } from '../market/market-sources.js';
 import { UpstreamCounters } from '../market/retry.js';
 import { Backfiller } from '../history/backfill.js';
 import { HistoryService } from '../history/history-service.js';
@@ -49,7 +48,7 @@ function table(rows: string[][]): string[] {
 
 async function withAccounts<T>(settings: Readonly<Settings>, clock: Clock, fn: (a: AccountService) => Promise<T>): Promise<T> {
   const plans = loadPlans(settings.plansFile ?? defaultPlansFile(packageRoot()));
-  const store = openStore(settings.databaseUrl, settings.dataDir);
+  const store = openStore(settings);
   try {
     await store.migrate();
     return await fn(new AccountService({ tokens: store.tokens, usage: store.usage, plans, clock, random: randomBytes }));
@@ -60,7 +59,7 @@ async function withAccounts<T>(settings: Readonly<Settings>, clock: Clock, fn: (
 
 async function withUsers<T>(settings: Readonly<Settings>, clock: Clock, fn: (u: UserService) => Promise<T>): Promise<T> {
   const plans = loadPlans(settings.plansFile ?? defaultPlansFile(packageRoot()));
-  const store = openStore(settings.databaseUrl, settings.dataDir);
+  const store = openStore(settings);
   try {
     await store.migrate();
     const accounts = new AccountService({ tokens: store.tokens, usage: store.usage, plans, clock, random: randomBytes });
@@ -94,7 +93,7 @@ export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io
   let settings: Readonly<Settings>;
   try {
     // The quick start is the offline demo: simulated unless the caller chose a source.
-    settings = loadSettings(cmd === 'quickstart' && (env.MARKET_SOURCE ?? '') === '' ? { ...env, MARKET_SOURCE: 'simulated' } : env);
+    settings = loadSettings(env, {}, cmd === 'quickstart' ? { MARKET_SOURCE: 'simulated' } : {});
   } catch (err) {
     if (err instanceof SettingsError) {
       io.err(err.message);
@@ -125,7 +124,7 @@ export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io
         return 0;
       }
       case 'migrate': {
-        const store = openStore(settings.databaseUrl, settings.dataDir);
+        const store = openStore(settings);
         try {
           const applied = await store.migrate();
           io.out(applied.length === 0 ? `${store.kind}: already up to date` : `${store.kind}: applied ${applied.join(', ')}`);
@@ -209,7 +208,7 @@ export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io
           io.err('usage: quotes import-klines FILE... [--coin BTC] [--interval 1m]');
           return 2;
         }
-        const store = openStore(settings.databaseUrl, settings.dataDir);
+        const store = openStore(settings);
         let failed = 0;
         try {
           await store.migrate();
@@ -235,7 +234,7 @@ export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io
           return 2;
         }
         const logger = createLogger(settings.logLevel);
-        const store = openStore(settings.databaseUrl, settings.dataDir);
+        const store = openStore(settings);
         const { market } = createSources(settings, { clock, log: logger, counters: new UpstreamCounters() });
         try {
           await store.migrate();
@@ -256,7 +255,10 @@ export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io
         }
       }
       case 'settings': {
-        for (const d of SETTINGS) io.out(`${d.name.padEnd(24)} default ${(d.default ?? '(unset)').padEnd(10)} ${d.doc}`);
+        for (const d of Object.values(SETTING_DEFS)) {
+          const unit = d.unit === undefined ? '' : ` (${d.unit})`;
+          io.out(`${d.name.padEnd(24)} default ${(d.default ?? '(unset)').padEnd(10)} ${d.meaning}${unit}`);
+        }
         return 0;
       }
       default:

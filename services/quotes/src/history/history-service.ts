@@ -10,6 +10,12 @@ export interface HistoryServiceDeps {
   pageSize?: number;
   /** Served series kept in memory (closed candles never change, so a series is reused until a new base candle closes). */
   cacheEntries?: number;
+  /**
+   * Seconds an in-progress candle is reused for later as-of instants in the same bucket (default
+   * 10): with streamed tickers the as-of instant moves every second, the exchange is asked at
+   * most this often per series.
+   */
+  liveReuseSeconds?: number;
 }
 
 /**
@@ -21,13 +27,42 @@ export class HistoryService {
   private readonly pageSize: number;
   private readonly cache = new Map<string, readonly SeriesPoint[]>();
   private readonly cacheEntries: number;
+  /** Per base series, the newest in-progress candle asked for (one entry per series, so bounded by the series count). */
+  private readonly live = new Map<string, { asOf: number; candle: Promise<Candle | undefined> }>();
+  private readonly liveReuse: number;
   constructor(private readonly deps: HistoryServiceDeps) {
     this.pageSize = deps.pageSize ?? 5000;
     this.cacheEntries = deps.cacheEntries ?? 512;
+    this.liveReuse = deps.liveReuseSeconds ?? 10;
+  }
+
+  /**
+   * Candles of `interval` whose buckets start in [from, asOf): the closed base candles, plus the
+   * base candle still in progress at `asOf` (today's for daily series), so the newest bucket
+   * grows as trading goes on. Its `closeTime` is `asOf`.
+   */
+  async series(symbol: string, interval: Interval, from: number, asOf: number): Promise<readonly SeriesPoint[]> {
+    const closed = await this.closedSeries(symbol, interval, from, asOf);
+    const live = await this.liveCandle(symbol, BASE_OF[interval], asOf);
+    if (live === undefined || live.time < from || live.time >= asOf) return closed;
+    return withLiveCandle(closed, live, interval, asOf);
+  }
+
+  /** The source's in-progress base candle at `asOf`, shared by requests near the same instant; undefined when unknown or failing. */
+  private liveCandle(symbol: string, base: BaseInterval, asOf: number): Promise<Candle | undefined> {
+    const source = this.deps.source;
+    if (source.liveCandle === undefined) return Promise.resolve(undefined);
+    const key = `${symbol}\u0000${base}`;
+    const hit = this.live.get(key);
+    if (hit !== undefined && hit.asOf <= asOf && asOf - hit.asOf < this.liveReuse && bucketStart(base, hit.asOf) === bucketStart(base, asOf)) return hit.candle;
+    // A failing source costs the newest bucket only, never the closed history.
+    const candle = source.liveCandle(symbol, base, asOf).catch(() => undefined);
+    this.live.set(key, { asOf, candle });
+    return candle;
   }
 
   /** Candles of `interval` whose buckets start in [from, asOf) and whose base candles closed by `asOf`. */
-  async series(symbol: string, interval: Interval, from: number, asOf: number): Promise<readonly SeriesPoint[]> {
+  private async closedSeries(symbol: string, interval: Interval, from: number, asOf: number): Promise<readonly SeriesPoint[]> {
     const base = BASE_OF[interval];
     const to = bucketStart(base, asOf); // base candles opening before this have closed
     if (to <= from) return [];
@@ -100,4 +135,24 @@ export class HistoryService {
     }
     return last;
   }
+}
+
+/** `closed` with the in-progress base candle merged into its bucket of `interval` (or appended as a new bucket). */
+function withLiveCandle(closed: readonly SeriesPoint[], live: Candle, interval: Interval, asOf: number): SeriesPoint[] {
+  const start = bucketStart(interval, live.time);
+  const last = closed[closed.length - 1];
+  if (last === undefined || last.time < start) {
+    return [...closed, { time: start, open: live.open, high: live.high, low: live.low, close: live.close, volume: live.volume, closeTime: asOf }];
+  }
+  if (last.time !== start || last.closeTime > live.time) return [...closed]; // already holds it (cannot happen with closed candles only)
+  const merged: SeriesPoint = {
+    time: start,
+    open: last.open,
+    high: Math.max(last.high, live.high),
+    low: Math.min(last.low, live.low),
+    close: live.close,
+    volume: last.volume === null || live.volume === null ? null : last.volume + live.volume,
+    closeTime: asOf,
+  };
+  return [...closed.slice(0, -1), merged];
 }

@@ -8,7 +8,8 @@ export interface SeriesPoint extends Candle {
 
 /**
  * Aggregates ascending base candles into `interval` buckets aligned in UTC: open of the first,
- * close of the last, max high, min low, summed volume. A bucket holds only the base candles
+ * close of the last, max high, min low, summed volume
+ * (null when any of the bucket's candles has no volume: a partial sum would understate it). A bucket holds only the base candles
  * given, so the last bucket may be partial (it grows as base candles close).
  */
 export function resample(base: BaseInterval, candles: readonly Candle[], interval: Interval): SeriesPoint[] {
@@ -24,7 +25,7 @@ export function resample(base: BaseInterval, candles: readonly Candle[], interva
       if (k.high > cur.high) cur.high = k.high;
       if (k.low < cur.low) cur.low = k.low;
       cur.close = k.close;
-      cur.volume += k.volume;
+      cur.volume = cur.volume === null || k.volume === null ? null : cur.volume + k.volume;
       cur.closeTime = end;
     }
   }

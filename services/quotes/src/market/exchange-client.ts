@@ -2,7 +2,7 @@ import type { Exchange } from 'ccxt';
 import type * as CcxtNamespace from 'ccxt';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import { parseRetryAfter, withRetry, type FailureClass, type RetryPolicy, type UpstreamCounters } from './retry.js';
+import { backoffMs, parseRetryAfter, withRetry, type FailureClass, type RetryPolicy, type UpstreamCounters } from './retry.js';
 
 /** A spot market as the exchange lists it, in ccxt's unified naming (`BTC/USDT`). */
 export interface SpotMarket {
@@ -24,14 +24,29 @@ export interface PairTicker {
   time: number;
 }
 
+/** One kline as the exchange reports it; prices in the pair's quote currency. */
+export interface OhlcvRow {
+  /** Open time, milliseconds. */
+  time: number;
+  open: number;
+  high: number;
+  low: number;
+  close: number;
+  /**
+   * Traded value in the quote currency (Binance's kline field 7, "quote asset volume"); null
+   * where the exchange's klines (as ccxt returns them) carry only base volume.
+   */
+  quoteVolume: number | null;
+}
+
 /** What the market layer needs from one exchange; ccxt behind it, fakes never needed (tests use fake servers). */
 export interface ExchangeClient {
   readonly id: string;
   markets(): Promise<SpotMarket[]>;
   /** One batched call for many pairs; pairs the exchange did not answer are absent. */
   tickers(symbols: readonly string[]): Promise<PairTicker[]>;
-  /** Rows [openTimeMs, open, high, low, close, baseVolume], ascending. */
-  ohlcv(symbol: string, timeframe: string, sinceMs: number, limit: number): Promise<number[][]>;
+  /** Klines opening at or after `sinceMs`, ascending, the newest possibly still in progress. */
+  ohlcv(symbol: string, timeframe: string, sinceMs: number, limit: number): Promise<OhlcvRow[]>;
   /** Streams tickers until `stop()`; false when the exchange has no WebSocket support in ccxt. */
   stream(symbols: readonly string[], onTickers: (t: PairTicker[]) => void): Promise<boolean>;
   close(): Promise<void>;
@@ -84,6 +99,31 @@ function rewriteApiUrls(node: unknown, rest: string | undefined, ws: string | un
 }
 
 const finite = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
+
+/**
+ * Exchanges answering Binance's spot `GET /api/v3/klines`, whose rows carry the quote-asset
+ * volume (field 7) that ccxt's fetchOHLCV drops; they are asked through ccxt's raw endpoint
+ * method, keeping ccxt's URL handling, throttling and error mapping.
+ */
+const BINANCE_KLINES: ReadonlySet<string> = new Set(['binance', 'binanceus']);
+
+/** Binance klines `[openTime, o, h, l, c, baseVolume, closeTime, quoteVolume, ...]`, prices as decimal strings. */
+async function binanceKlines(ex: Exchange, symbol: string, timeframe: string, sinceMs: number, limit: number): Promise<OhlcvRow[]> {
+  await ex.loadMarkets();
+  const market = ex.market(symbol); // BadSymbol for an unknown pair, as fetchOHLCV would throw
+  const interval = (ex.timeframes as Record<string, string | undefined>)[timeframe] ?? timeframe;
+  const endpoint = (ex as unknown as Record<string, unknown>).publicGetKlines;
+  if (typeof endpoint !== 'function') throw new TypeError(`ccxt ${ex.id} has no publicGetKlines`);
+  const rows = await (endpoint as (p: Record<string, unknown>) => Promise<unknown>).call(ex, { symbol: market.id, interval, startTime: sinceMs, limit });
+  if (!Array.isArray(rows)) throw new TypeError('klines payload is not an array');
+  return rows.map((r: unknown): OhlcvRow => {
+    if (!Array.isArray(r) || r.length < 8) throw new TypeError('malformed kline row');
+    const v = [r[0], r[1], r[2], r[3], r[4], r[7]].map((x) => (typeof x === 'string' || typeof x === 'number' ? Number(x) : NaN));
+    if (!v.every(Number.isFinite)) throw new TypeError('malformed kline row');
+    const [time, open, high, low, close, quoteVolume] = v as [number, number, number, number, number, number];
+    return { time, open, high, low, close, quoteVolume };
+  });
+}
 
 /**
  * One exchange through ccxt: markets, batched tickers, OHLCV pages and (optionally) the ticker
@@ -206,14 +246,17 @@ export class CcxtExchangeClient implements ExchangeClient {
     });
   }
 
-  async ohlcv(symbol: string, timeframe: string, sinceMs: number, limit: number): Promise<number[][]> {
+  async ohlcv(symbol: string, timeframe: string, sinceMs: number, limit: number): Promise<OhlcvRow[]> {
     return await this.call('ohlcv', async (ex) => {
+      if (BINANCE_KLINES.has(this.id)) return await binanceKlines(ex, symbol, timeframe, sinceMs, limit);
+      // ccxt's unified rows are [t, o, h, l, c, baseVolume]: the quote volume is not there.
       const rows = (await ex.fetchOHLCV(symbol, timeframe, sinceMs, limit)) as unknown;
       if (!Array.isArray(rows)) throw new TypeError('OHLCV payload is not an array');
-      for (const r of rows) {
+      return rows.map((r: unknown): OhlcvRow => {
         if (!Array.isArray(r) || r.length < 6 || !r.slice(0, 6).every(finite)) throw new TypeError('malformed OHLCV row');
-      }
-      return rows as number[][];
+        const [time, open, high, low, close] = r as number[];
+        return { time: time!, open: open!, high: high!, low: low!, close: close!, quoteVolume: null };
+      });
     });
   }
 
@@ -236,7 +279,7 @@ export class CcxtExchangeClient implements ExchangeClient {
           if (this.stopped) return;
           failures++;
           this.opts.counters.add(`${this.id}.stream-failures`);
-          const wait = Math.min(this.opts.retry.maxMs, this.opts.retry.baseMs * 2 ** Math.min(10, failures - 1));
+          const wait = backoffMs(this.opts.retry, failures);
           this.opts.log.warn({ exchange: this.id, err: (err as Error).message, retryInMs: wait }, 'ticker stream failed; reconnecting');
           await this.opts.retry.sleep(wait);
         }

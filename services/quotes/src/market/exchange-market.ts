@@ -194,14 +194,12 @@ export class ExchangeMarket implements MarketSource {
     return { time: times.length === 0 ? 0 : Math.min(...times), rates: new Map([...best].map(([c, b]) => [c, b.rate])) };
   }
 
-  async candles(req: CandlePageRequest): Promise<CandlePage> {
-    const nowS = Math.floor(this.deps.clock.now() / 1000);
-    if (USD_PEGGED.has(req.symbol)) return this.peggedCandles(req, nowS);
+  /** The exchange and pair serving a coin's candles: the most liquid USD-stable pair (when tickers have told us) on the first exchange having one. */
+  private async candlePair(symbol: string): Promise<{ client: ExchangeClient; pair: string } | undefined> {
     const cat = await this.pairs();
-    const pairs = cat.candlePairs(req.symbol, this.order());
+    const pairs = cat.candlePairs(symbol, this.order());
     const first = pairs[0];
-    if (first === undefined) return { candles: [] };
-    // The most liquid of the exchange's USD-stable pairs, when tickers have told us.
+    if (first === undefined) return undefined;
     let pair = first;
     let vol = -1;
     for (const p of pairs) {
@@ -209,22 +207,39 @@ export class ExchangeMarket implements MarketSource {
       if (v > vol) [pair, vol] = [p, v];
     }
     const client = this.deps.clients.find((c) => c.id === pair.exchange);
-    if (client === undefined) return { candles: [] };
+    return client === undefined ? undefined : { client, pair: pair.symbol };
+  }
+
+  async candles(req: CandlePageRequest): Promise<CandlePage> {
+    const nowS = Math.floor(this.deps.clock.now() / 1000);
+    if (USD_PEGGED.has(req.symbol)) return this.peggedCandles(req, nowS);
+    const src = await this.candlePair(req.symbol);
+    if (src === undefined) return { candles: [] };
     const limit = Math.max(1, Math.min(1000, req.limit));
-    const rows = await client.ohlcv(pair.symbol, TIMEFRAME[req.base], req.from * 1000, limit);
+    const rows = await src.client.ohlcv(src.pair, TIMEFRAME[req.base], req.from * 1000, limit);
     const candles: Candle[] = [];
     let lastOpen: number | undefined;
     for (const r of rows) {
-      const time = Math.floor(r[0]! / 1000);
+      const time = Math.floor(r.time / 1000);
       lastOpen = time;
       if (time < req.from || time >= req.to || bucketEnd(req.base, time) > nowS) continue;
-      const close = r[4]!;
-      // ccxt's OHLCV carries base volume only; traded value is approximated at the close.
-      candles.push({ time, open: r[1]!, high: r[2]!, low: r[3]!, close, volume: r[5]! * close });
+      // The pair's quote is USD-stable, so its quote volume is the traded value in USD.
+      candles.push({ time, open: r.open, high: r.high, low: r.low, close: r.close, volume: r.quoteVolume });
     }
     const full = rows.length >= limit;
     if (full && lastOpen !== undefined && bucketEnd(req.base, lastOpen) < req.to) return { candles, nextFrom: bucketEnd(req.base, lastOpen) };
     return { candles };
+  }
+
+  async liveCandle(symbol: string, base: BaseInterval, asOf: number): Promise<Candle | undefined> {
+    const start = bucketStart(base, asOf);
+    if (start >= asOf) return undefined;
+    if (USD_PEGGED.has(symbol)) return { time: start, open: 1, high: 1, low: 1, close: 1, volume: 0 };
+    const src = await this.candlePair(symbol);
+    if (src === undefined) return undefined;
+    const rows = await src.client.ohlcv(src.pair, TIMEFRAME[base], start * 1000, 1);
+    const r = rows.find((x) => Math.floor(x.time / 1000) === start);
+    return r === undefined ? undefined : { time: start, open: r.open, high: r.high, low: r.low, close: r.close, volume: r.quoteVolume };
   }
 
   private peggedCandles(req: CandlePageRequest, nowS: number): CandlePage {

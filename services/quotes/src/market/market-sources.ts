@@ -1,20 +1,22 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import { mathRandom, type RandomSource } from '@rls/engine';
 import type { Clock } from '../clock.js';
-import type { FxSourceKind, Settings } from '../settings.js';
+import type { Settings } from '../settings.js';
 import { EcbFx } from './ecb-fx.js';
 import { CcxtExchangeClient } from './exchange-client.js';
-import { ExchangeFx } from './exchange-fx.js';
 import { ExchangeMarket } from './exchange-market.js';
-import { httpGetter } from './http-json.js';
-import { LayeredFx } from './layered-fx.js';
+import { httpGetter, type HttpGetter } from './http-json.js';
 import { OfficialLatest } from './official-latest.js';
 import { PtaxFx } from './ptax-fx.js';
 import type { RetryPolicy, UpstreamCounters } from './retry.js';
-import { SimulatedFx } from './simulated-fx.js';
-import { SimulatedMarket } from './simulated-market.js';
-import { fileSupply, PaprikaSupply, type SupplySource } from './supply-source.js';
-import type { FxSource, MarketSource } from './types.js';
+import type { SupplySource } from './supply-source.js';
+import type { FxSnapshot } from './types.js';
+
+/**
+ * Builders of the market and FX sources, one implementation each, with the wiring they need
+ * (clients, retry policy, caches). Which ones run is chosen by the composition root (compose.ts).
+ */
 
 export interface SourceOptions {
   clock: Clock;
@@ -22,17 +24,23 @@ export interface SourceOptions {
   counters: UpstreamCounters;
   /** Backoff waits; tests inject one that records and returns at once. */
   sleep?: (ms: number) => Promise<void>;
-  random?: () => number;
+  /** Backoff jitter; tests inject a fixed one. */
+  random?: RandomSource;
 }
 
-/** Picks and wires the market and FX sources named by the settings. */
-export function createSources(settings: Readonly<Settings>, o: SourceOptions): { market: MarketSource; fx: FxSource } {
+/** How every upstream is called: the retry policy and the JSON/text getter built on it. */
+export interface Upstreams {
+  retry: RetryPolicy;
+  http: HttpGetter;
+}
+
+export function upstreams(settings: Readonly<Settings>, o: SourceOptions): Upstreams {
   const retry: RetryPolicy = {
     attempts: settings.retryAttempts,
     baseMs: settings.retryBaseMs,
     maxMs: settings.retryMaxMs,
     sleep: o.sleep ?? ((ms) => delay(ms)),
-    random: o.random ?? Math.random,
+    random: o.random ?? mathRandom,
   };
   const http = httpGetter({
     timeoutMs: settings.requestTimeoutMs,
@@ -42,71 +50,57 @@ export function createSources(settings: Readonly<Settings>, o: SourceOptions): {
     onFailure: (upstream, failure, attempt, waitMs, err) =>
       o.log.warn({ upstream, reason: failure.reason, attempt, retryInMs: waitMs, err: (err as Error).message }, waitMs === undefined ? 'upstream call failed' : 'upstream call failed; retrying'),
   });
-  const now = (): number => o.clock.now();
+  return { retry, http };
+}
 
-  let market: MarketSource;
-  let exchangeMarket: ExchangeMarket | undefined;
-  // Filled in below; the market asks it only after start-up (to price fiat-quoted pairs).
-  const fxRef: { current?: FxSource } = {};
-  if (settings.marketSource === 'simulated') {
-    market = new SimulatedMarket({ seed: settings.simulatedSeed, clock: o.clock });
-  } else {
-    let supply: SupplySource | undefined;
-    if (settings.supplyFile !== undefined) supply = fileSupply(settings.supplyFile);
-    else if (settings.supplyUrl !== undefined) supply = new PaprikaSupply(settings.supplyUrl, http, o.clock, o.log.child({ component: 'supply' }));
-    const clients = settings.exchanges.map((id) => {
-      const restUrl = settings.exchangeUrls[id];
-      const wsUrl = settings.exchangeWsUrls[id];
-      return new CcxtExchangeClient({
-        id,
-        ...(restUrl === undefined ? {} : { restUrl }),
-        ...(wsUrl === undefined ? {} : { wsUrl }),
-        timeoutMs: settings.requestTimeoutMs,
-        ...(settings.rateLimitMs === undefined ? {} : { rateLimitMs: settings.rateLimitMs }),
-        retry,
-        clock: o.clock,
-        counters: o.counters,
-        log: o.log.child({ component: 'exchange', exchange: id }),
-      });
-    });
-    exchangeMarket = new ExchangeMarket({
-      clients,
+/**
+ * The exchange market: one ccxt client per configured exchange. `fxLatest` prices
+ * fiat-quoted pairs; it is asked only after start-up.
+ */
+export function exchangeMarket(settings: Readonly<Settings>, o: SourceOptions, up: Upstreams, supply: SupplySource | undefined, fxLatest: () => Promise<FxSnapshot>): ExchangeMarket {
+  const clients = settings.exchanges.map((id) => {
+    const restUrl = settings.exchangeUrls[id];
+    const wsUrl = settings.exchangeWsUrls[id];
+    return new CcxtExchangeClient({
+      id,
+      ...(restUrl === undefined ? {} : { restUrl }),
+      ...(wsUrl === undefined ? {} : { wsUrl }),
+      timeoutMs: settings.requestTimeoutMs,
+      ...(settings.rateLimitMs === undefined ? {} : { rateLimitMs: settings.rateLimitMs }),
+      retry: up.retry,
       clock: o.clock,
-      log: o.log.child({ component: 'market' }),
       counters: o.counters,
-      outlierPercent: settings.outlierPercent,
-      fiatPairs: settings.fiatPairs,
-      staleMs: settings.staleSeconds * 1000,
-      fxLatest: () => (fxRef.current === undefined ? Promise.reject(new Error('no FX yet')) : fxRef.current.latest()),
-      ...(supply === undefined ? {} : { supply }),
-      websocket: settings.marketWebsocket,
+      log: o.log.child({ component: 'exchange', exchange: id }),
     });
-    market = exchangeMarket;
-  }
+  });
+  return new ExchangeMarket({
+    clients,
+    clock: o.clock,
+    log: o.log.child({ component: 'market' }),
+    counters: o.counters,
+    outlierPercent: settings.outlierPercent,
+    fiatPairs: settings.fiatPairs,
+    staleMs: settings.staleSeconds * 1000,
+    fxLatest,
+    ...(supply === undefined ? {} : { supply }),
+    websocket: settings.marketWebsocket,
+  });
+}
 
-  const official = (name: string, fetchRates: () => Promise<Map<string, number>>): OfficialLatest =>
-    new OfficialLatest({ clock: o.clock, log: o.log.child({ component: 'fx' }), refreshMs: settings.fxRefreshSeconds * 1000, staleMs: settings.fxStaleSeconds * 1000, name }, fetchRates);
-  const make = (kind: FxSourceKind): FxSource => {
-    switch (kind) {
-      case 'simulated':
-        return new SimulatedFx({ seed: settings.simulatedSeed, clock: o.clock });
-      case 'ptax': {
-        const p = new PtaxFx(settings.ptaxUrl, http, now);
-        p.useLatestCache(official('ptax', () => p.fetchLatest()));
-        return p;
-      }
-      case 'ecb': {
-        const e = new EcbFx(settings.ecbUrl, http, now);
-        e.useLatestCache(official('ecb', () => e.fetchLatest()));
-        return e;
-      }
-      case 'exchange':
-        if (exchangeMarket === undefined) throw new Error('FX_SOURCE=exchange needs MARKET_SOURCE=exchange');
-        return new ExchangeFx(exchangeMarket);
-    }
-  };
-  const list = settings.fxSources.map(make);
-  const fx = list.length === 1 ? list[0]! : new LayeredFx(list, o.log.child({ component: 'fx' }), o.counters);
-  fxRef.current = fx;
-  return { market, fx };
+function officialLatest(settings: Readonly<Settings>, o: SourceOptions, name: string, fetchRates: () => Promise<Map<string, number>>): OfficialLatest {
+  return new OfficialLatest({ clock: o.clock, log: o.log.child({ component: 'fx' }), refreshMs: settings.fxRefreshSeconds * 1000, staleMs: settings.fxStaleSeconds * 1000, name }, fetchRates);
+}
+
+/** Banco Central do Brasil's PTAX bulletins, the latest one cached and refreshed. */
+export function ptaxFx(settings: Readonly<Settings>, o: SourceOptions, up: Upstreams): PtaxFx {
+  const p = new PtaxFx(settings.ptaxUrl, up.http, () => o.clock.now());
+  p.useLatestCache(officialLatest(settings, o, 'ptax', () => p.fetchLatest()));
+  return p;
+}
+
+/** The ECB reference rates, the latest day cached and refreshed. */
+export function ecbFx(settings: Readonly<Settings>, o: SourceOptions, up: Upstreams): EcbFx {
+  const e = new EcbFx(settings.ecbUrl, up.http, () => o.clock.now());
+  e.useLatestCache(officialLatest(settings, o, 'ecb', () => e.fetchLatest()));
+  return e;
 }

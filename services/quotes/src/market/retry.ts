@@ -1,3 +1,6 @@
+import { backoffDelayMs } from '@rls/backoff';
+import type { RandomSource } from '@rls/engine';
+
 /** How an upstream failure should be handled. */
 export interface FailureClass {
   retryable: boolean;
@@ -12,8 +15,8 @@ export interface RetryPolicy {
   baseMs: number;
   maxMs: number;
   sleep: (ms: number) => Promise<void>;
-  /** In [0, 1); jitter keeps many clients from retrying in lockstep. */
-  random: () => number;
+  /** Draws the jitter that keeps many clients from retrying in lockstep. */
+  random: RandomSource;
 }
 
 /** Per-upstream counters: what was asked, what failed and why; read by tests and /health-style reports. */
@@ -43,11 +46,13 @@ export class UpstreamFailure extends Error {
   }
 }
 
-/** Exponential backoff with full jitter on the upper half: base * 2^(try-1), capped; never shorter than Retry-After. */
+/**
+ * The wait after try `attempt` (from 1): base × 2^(attempt−1), capped, equal jitter (between half
+ * and all of it); never shorter than a Retry-After.
+ */
 export function backoffMs(policy: Pick<RetryPolicy, 'baseMs' | 'maxMs' | 'random'>, attempt: number, retryAfterMs = 0): number {
-  const exp = Math.min(policy.maxMs, policy.baseMs * 2 ** (attempt - 1));
-  const jittered = Math.round(exp / 2 + (exp / 2) * policy.random());
-  return Math.max(jittered, retryAfterMs);
+  const wait = backoffDelayMs({ initialMs: policy.baseMs, maxMs: policy.maxMs, jitter: 'equal' }, attempt - 1, policy.random);
+  return Math.max(wait, retryAfterMs);
 }
 
 export interface RetryHooks {

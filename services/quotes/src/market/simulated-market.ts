@@ -199,6 +199,21 @@ export class SimulatedMarket implements MarketSource {
     return Promise.resolve({ candles: out });
   }
 
+  /** The in-progress base candle: the closed minutes (and, for a month, closed days) of its bucket so far. */
+  liveCandle(symbol: string, base: BaseInterval, asOf: number): Promise<Candle | undefined> {
+    const c = this.coins.get(symbol);
+    const start = bucketStart(base, asOf);
+    const minutesEnd = Math.floor(asOf / 60) * 60;
+    if (c === undefined || start >= minutesEnd || minutesEnd <= c.listed) return Promise.resolve(undefined);
+    if (base !== '1mo') return Promise.resolve(aggregate(start, this.minuteCandles(c, Math.max(start, c.listed), minutesEnd)));
+    const today = bucketStart('1d', asOf);
+    const parts: Candle[] = [];
+    for (let d = Math.max(start, c.listed); d < today; d += DAY) parts.push(this.dayCandle(c, d));
+    const todayAgg = aggregate(today, this.minuteCandles(c, Math.max(today, c.listed), minutesEnd));
+    if (todayAgg !== undefined) parts.push(todayAgg);
+    return Promise.resolve(aggregate(start, parts));
+  }
+
   tickers(symbols: readonly string[]): Promise<Ticker[]> {
     const asOf = Math.floor(this.clock.now() / 60_000) * 60;
     if (this.tickerCache.asOf !== asOf) this.tickerCache = { asOf, bySymbol: new Map() };
@@ -256,8 +271,8 @@ export class SimulatedMarket implements MarketSource {
   }
 }
 
-/** OHLCV of consecutive candles, stamped `time`. */
-export function aggregate(time: number, candles: readonly Candle[]): Candle | undefined {
+/** OHLCV of consecutive candles, stamped `time` (simulated candles always carry a volume). */
+export function aggregate(time: number, candles: readonly Candle[]): (Candle & { volume: number }) | undefined {
   const first = candles[0];
   const last = candles[candles.length - 1];
   if (first === undefined || last === undefined) return undefined;
@@ -267,7 +282,7 @@ export function aggregate(time: number, candles: readonly Candle[]): Candle | un
   for (const k of candles) {
     if (k.high > high) high = k.high;
     if (k.low < low) low = k.low;
-    volume += k.volume;
+    volume += k.volume ?? 0;
   }
   return { time, open: first.open, high, low, close: last.close, volume };
 }

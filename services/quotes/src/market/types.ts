@@ -1,13 +1,17 @@
 import type { BaseInterval } from '../history/intervals.js';
 
-/** One OHLCV candle in USD. `time` is the bucket's open time (Unix seconds); `volume` is traded value in USD. */
+/** One OHLCV candle in USD. `time` is the bucket's open time (Unix seconds). */
 export interface Candle {
   time: number;
   open: number;
   high: number;
   low: number;
   close: number;
-  volume: number;
+  /**
+   * Traded value in USD (the quote-asset volume) as the source reports it; null when the source
+   * reports only base-asset volume (it is never approximated from base volume and a price).
+   */
+  volume: number | null;
 }
 
 /** Rolling 24 h statistics of one coin in USD, as exchanges publish them. */
@@ -60,6 +64,12 @@ export interface MarketSource {
   tickers(symbols: readonly string[]): Promise<Ticker[]>;
   /** One page of closed candles of a base series. */
   candles(req: CandlePageRequest): Promise<CandlePage>;
+  /**
+   * The base candle still in progress at `asOf` (Unix seconds): the bucket opening at
+   * bucketStart(base, asOf), as traded so far; undefined when nothing has traded in it yet or
+   * the source cannot tell.
+   */
+  liveCandle?(symbol: string, base: BaseInterval, asOf: number): Promise<Candle | undefined>;
   /** Releases connections and streams (live sources). */
   close?(): Promise<void>;
 }

@@ -1,4 +1,4 @@
-import { DEFAULT_LIMITER_OPTIONS, loadRuleSet, MemoryStore, RateLimitService, readRuleFiles, StatsStore, type RandomSource } from '@rls/ratelimit';
+import { DEFAULT_LIMITER_OPTIONS, loadRuleSet, MemoryStore, RateLimitService, readRuleFiles, StatsStore, type RandomSource } from '@rls/engine';
 import type { RateLimitRequestMsg, RateLimitResponseMsg } from '@rls/rls-proto';
 import type { Clock } from '../clock.js';
 import type { RateLimitDecider } from './decider.js';

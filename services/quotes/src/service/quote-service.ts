@@ -8,6 +8,7 @@ import { historyWindow, type HistoryParams } from '../history/range-rules.js';
 import type { CoinCatalog } from '../market/coin-catalog.js';
 import type { MarketSnapshot, MarketSnapshots } from '../market/market-snapshots.js';
 import type { Ticker } from '../market/types.js';
+import { valueFormat } from './value-precision.js';
 
 export interface CryptoRequest {
   /** Upper-case, de-duplicated, all known to the catalogue. */
@@ -91,7 +92,7 @@ export class QuoteService {
   /**
    * The answer `quote` would give when it is already cached and needs no refresh, else
    * undefined (also for every error case, which `quote` then reports). Synchronous and free of
-   * side effects: the cached-response fast path asks it before admitting a request.
+   * side effects, so a caller may ask it before admitting a request.
    */
   cachedQuote(req: CryptoRequest): CryptoResult | undefined {
     const snap = this.deps.snapshots.peek();
@@ -134,22 +135,23 @@ export class QuoteService {
 
   private async coin(symbol: string, t: Ticker, req: CryptoRequest, rate: number): Promise<Record<string, unknown>> {
     const info = this.deps.catalog.get(symbol);
+    const fmt = valueFormat(req.currency);
     const low = t.lowPrice * rate;
     const high = t.highPrice * rate;
     // Key order follows brapi's documented example, for clients that compare text.
     const out: Record<string, unknown> = {
       currency: req.currency,
-      currencyRateFromUSD: rate,
+      currencyRateFromUSD: fmt.rate(rate),
       coinName: info?.name ?? symbol,
       coin: symbol,
-      regularMarketChange: t.priceChange * rate,
-      regularMarketPrice: t.lastPrice * rate,
-      regularMarketChangePercent: t.priceChangePercent,
-      regularMarketDayLow: low,
-      regularMarketDayHigh: high,
-      regularMarketDayRange: `${low} - ${high}`,
-      regularMarketVolume: t.quoteVolume * rate,
-      marketCap: t.circulatingSupply === undefined ? 0 : t.lastPrice * t.circulatingSupply * rate,
+      regularMarketChange: fmt.price(t.priceChange * rate),
+      regularMarketPrice: fmt.price(t.lastPrice * rate),
+      regularMarketChangePercent: fmt.percent(t.priceChangePercent),
+      regularMarketDayLow: fmt.price(low),
+      regularMarketDayHigh: fmt.price(high),
+      regularMarketDayRange: fmt.dayRange(low, high),
+      regularMarketVolume: fmt.amount(t.quoteVolume * rate),
+      marketCap: t.circulatingSupply === undefined ? 0 : fmt.amount(t.lastPrice * t.circulatingSupply * rate),
       regularMarketTime: new Date(t.closeTime).toISOString(),
       coinImageUrl: `${req.baseUrl}/icons/${symbol.toLowerCase()}.svg`,
     };
@@ -158,17 +160,11 @@ export class QuoteService {
       const w = historyWindow(req.history, asOf, req.plan);
       const points = await this.deps.history.series(symbol, w.usedInterval, w.from, w.to);
       const rateOn = await this.deps.fxHistory.lookup(req.currency);
-      // Converted prices keep about ten significant digits (scaled on today's price): float
-      // noise such as 541070.18063999999 would only cost bytes and serialisation time.
-      const digits = Math.min(12, Math.max(0, 9 - Math.floor(Math.log10(t.lastPrice * rate))));
-      const f = 10 ** digits;
-      const px = (x: number): number => Math.round(x * f) / f;
-      const vol = (x: number): number => Math.round(x * 100) / 100;
       const hist: HistoricalPoint[] = points.map((p) => {
         const r = rateOn(Math.floor((p.closeTime - 1) / 86_400));
         if (r === null) return { date: p.time, open: null, high: null, low: null, close: null, volume: null, adjustedClose: null };
-        const close = px(p.close * r);
-        return { date: p.time, open: px(p.open * r), high: px(p.high * r), low: px(p.low * r), close, volume: vol(p.volume * r), adjustedClose: close };
+        const close = fmt.price(p.close * r);
+        return { date: p.time, open: fmt.price(p.open * r), high: fmt.price(p.high * r), low: fmt.price(p.low * r), close, volume: p.volume === null ? null : fmt.amount(p.volume * r), adjustedClose: close };
       });
       out.usedInterval = w.usedInterval;
       out.usedRange = w.usedRange;

@@ -106,6 +106,32 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await (dialect === 'sqlite' ? daily.modifyEnd(sql`without rowid`) : daily).execute();
       },
     },
+    // Issue 14: a candle's volume is the exchange's own quote-asset volume, or NULL when the
+    // exchange reports only base volume (it used to be approximated as base volume x close).
+    // SQLite cannot drop NOT NULL in place, so the table is rebuilt (same clustering, same rows).
+    '004_candle_volume_nullable': {
+      async up(db: Kysely<unknown>) {
+        if (dialect === 'postgres') {
+          await sql`ALTER TABLE candles ALTER COLUMN v DROP NOT NULL`.execute(db);
+          return;
+        }
+        await db.schema
+          .createTable('candles_004')
+          .addColumn('series_id', 'integer', (c) => c.notNull())
+          .addColumn('t', big, (c) => c.notNull())
+          .addColumn('o', real, (c) => c.notNull())
+          .addColumn('h', real, (c) => c.notNull())
+          .addColumn('l', real, (c) => c.notNull())
+          .addColumn('c', real, (c) => c.notNull())
+          .addColumn('v', real)
+          .addPrimaryKeyConstraint('candles_pk', ['series_id', 't'])
+          .modifyEnd(sql`without rowid`)
+          .execute();
+        await sql`INSERT INTO candles_004 (series_id, t, o, h, l, c, v) SELECT series_id, t, o, h, l, c, v FROM candles`.execute(db);
+        await db.schema.dropTable('candles').execute();
+        await sql`ALTER TABLE candles_004 RENAME TO candles`.execute(db);
+      },
+    },
   };
 }
 

@@ -32,7 +32,8 @@ export interface CandlesTable {
   h: number;
   l: number;
   c: number;
-  v: number;
+  /** Quote-asset volume in USD; null when the source reports only base volume (migration 004). */
+  v: number | null;
 }
 
 export interface FxDailyTable {

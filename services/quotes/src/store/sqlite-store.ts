@@ -70,7 +70,7 @@ export function openSqliteStore(file: string): KyselyStore {
   // The per-request queries as plain prepared statements: the query builder costs more than the query.
   let findByHash: BetterSqlite3.Statement<[string], TokenRow> | undefined;
   let increment: BetterSqlite3.Statement<[string, string, number], { count: number }> | undefined;
-  let candleRows: BetterSqlite3.Statement<[number, number, number], [number, number, number, number, number, number]> | undefined;
+  let candleRows: BetterSqlite3.Statement<[number, number, number], [number, number, number, number, number, number | null]> | undefined;
   let dataVersion: BetterSqlite3.Statement<[], number> | undefined;
   const hotPath = {
     changeVersion: (): number => {
@@ -78,7 +78,7 @@ export function openSqliteStore(file: string): KyselyStore {
       return dataVersion.get() ?? 0;
     },
     candleRows: (seriesId: number, from: number, to: number): Candle[] => {
-      candleRows ??= raw.prepare<[number, number, number], [number, number, number, number, number, number]>('SELECT t, o, h, l, c, v FROM candles WHERE series_id = ? AND t >= ? AND t < ? ORDER BY t').raw(true);
+      candleRows ??= raw.prepare<[number, number, number], [number, number, number, number, number, number | null]>('SELECT t, o, h, l, c, v FROM candles WHERE series_id = ? AND t >= ? AND t < ? ORDER BY t').raw(true);
       return candleRows.all(seriesId, from, to).map(([time, open, high, low, close, volume]) => ({ time, open, high, low, close, volume }));
     },
     findByHash: (hash: string): Promise<TokenRecord | undefined> => {

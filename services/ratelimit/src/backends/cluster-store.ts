@@ -7,10 +7,9 @@
 //
 // "Connected" (health, isConnected) means at least one node has a ready connection, as in single
 // mode: a cluster with one master down still serves the keys of the other masters.
-import { StoreError } from '../errors.js';
+import { SATURATED_COUNT, StoreError, saturate, type CounterOp, type CounterStore } from '@rls/engine';
 import { ConnectionPool } from './connection-pool.js';
 import { keySlot, parseClusterSlots, parseRedirect, SLOT_COUNT, type SlotRange } from './cluster-slots.js';
-import { saturate, SATURATED_COUNT, type CounterOp, type CounterStore } from './counter-store.js';
 import { encodeCommand, isIncrOverflow, RawReplies } from './redis-commands.js';
 import { maskUrl, parseRedisEndpoint, poolOptionsFrom, type RedisStoreOptions } from './redis-store.js';
 import { RespErrorReply, type RespReply } from './resp-parser.js';

@@ -13,9 +13,7 @@
 // While no connection is ready at all, calls queue on a connection that is connecting (bounded
 // by its timeout) or fail at once when every connection waits to reconnect.
 import { type ConnectionOptions as TlsConnectionOptions } from 'node:tls';
-import { mathRandom, type RandomSource } from '../clock.js';
-import { StoreError } from '../errors.js';
-import type { Counter, Gauge, StatsStore } from '../stats/stats-store.js';
+import { StoreError, mathRandom, type Counter, type Gauge, type RandomSource, type StatsStore } from '@rls/engine';
 import { encodeCommand, HandshakeReplies } from './redis-commands.js';
 import { RespConnection, type ConnectionEvents, type ReplyHandler, type RespEndpoint } from './resp-connection.js';
 import type { RespReply } from './resp-parser.js';

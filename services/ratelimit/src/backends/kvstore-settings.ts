@@ -2,9 +2,7 @@
 // into SETTING_DEFS, plus the cross-field checks (URL format per type, TLS file pairs, deprecated
 // variables) that need several of them at once. Seed names first, upstream REDIS_* names as aliases.
 import { existsSync } from 'node:fs';
-import { def } from '../settings/schema.js';
-import type { ParseContext } from '../settings/schema.js';
-import { clampedInt, nonNegativeDurationMs, parseBool, parseEnum, parseGoInt, parseSignedDurationMs, positiveDurationMs } from '../settings/parse.js';
+import { def, type ParseContext, clampedInt, nonNegativeDurationMs, parseBool, parseEnum, parseGoInt, parseSignedDurationMs, positiveDurationMs } from '@rls/settings';
 
 const str = (raw: string): string => raw;
 const bool = (raw: string): boolean => (raw === '' ? false : parseBool(raw));

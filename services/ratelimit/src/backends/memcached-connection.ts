@@ -6,8 +6,8 @@
 // A connection is ready once memcached answered `version` on it.
 import { createConnection, type Socket } from 'node:net';
 import { connect as tlsConnect, type ConnectionOptions as TlsOptions } from 'node:tls';
-import type { RandomSource } from '../clock.js';
-import { StoreError } from '../errors.js';
+import { backoffDelayMs } from '@rls/backoff';
+import { StoreError, type RandomSource } from '@rls/engine';
 import { LineReply, VERSION_COMMAND, type ReplyParser } from './memcached-protocol.js';
 
 export interface McConnectionEvents {
@@ -224,9 +224,9 @@ export class McConnection {
     this.onDrained?.();
     this.onDrained = undefined;
     if (wasReady) this.opts.events.onDown(this, err);
-    const base = Math.min(this.opts.backoffMaxMs, this.opts.backoffMinMs * 2 ** Math.min(this.attempt, 16));
-    this.attempt++;
-    const delay = base / 2 + this.opts.random.int(Math.max(1, Math.floor(base / 2)));
+    // Equal jitter, in [base/2, base), so the connections to a node do not reconnect in lockstep.
+    const delay = backoffDelayMs({ initialMs: this.opts.backoffMinMs, maxMs: this.opts.backoffMaxMs, jitter: 'equal' }, this.attempt, this.opts.random);
+    this.attempt = Math.min(this.attempt + 1, 30);
     this.reconnectTimer = setTimeout(() => this.connect(), delay);
     this.reconnectTimer.unref();
   }

@@ -4,8 +4,7 @@
 // Keys are validated before anything is sent: a key with a space, a control character or more
 // than 250 bytes would be split into several keys or rejected for the whole line by memcached,
 // which would shift every later reply on the connection.
-import { StoreError } from '../errors.js';
-import { saturate, SATURATED_COUNT } from './counter-store.js';
+import { SATURATED_COUNT, StoreError, saturate } from '@rls/engine';
 
 export const MAX_KEY_BYTES = 250;
 /** memcached reads an expiration above this many seconds as an absolute Unix time. */

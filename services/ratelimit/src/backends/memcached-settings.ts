@@ -4,9 +4,7 @@
 // store's options (TLS files read here, once, at start-up).
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
-import { def } from '../settings/schema.js';
-import { nonNegativeDurationMs, parseBool, parseDurationMs, parseGoInt, parseList } from '../settings/parse.js';
-import type { ParseContext } from '../settings/schema.js';
+import { def, nonNegativeDurationMs, parseBool, parseDurationMs, parseGoInt, parseList, type ParseContext } from '@rls/settings';
 import { isSrvName } from './srv.js';
 
 const str = (raw: string): string => raw.trim();

@@ -1,4 +1,4 @@
-// The memcached counter store (BACKEND_TYPE=mcstore). Semantics as upstream's (reference §3.20):
+// The memcached counter store (BACKEND_TYPE=mcstore). Semantics as upstream's src/memcached/cache_impl.go:
 // the only round trip on the critical path is one multi-key `get` per connection touched (in
 // parallel); the answer is `stored value + addend`; the writes follow asynchronously — `incr` for
 // keys that exist, `add` with the expiration for keys that do not, and the other one when that
@@ -22,10 +22,7 @@
 // counters persist — upstream sends them relative and loses them. `close()` waits for pending
 // writes (bounded by the timeout) so a graceful stop loses no hits.
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
-import { mathRandom, type Clock, type RandomSource } from '../clock.js';
-import { StoreError } from '../errors.js';
-import type { Counter, StatsStore } from '../stats/stats-store.js';
-import { saturate, SATURATED_COUNT, type CounterOp, type CounterStore } from './counter-store.js';
+import { SATURATED_COUNT, StoreError, mathRandom, saturate, type Clock, type Counter, type CounterOp, type CounterStore, type RandomSource, type StatsStore } from '@rls/engine';
 import { McConnection, type McConnectionEvents } from './memcached-connection.js';
 import { encodeAdd, encodeGet, encodeIncr, expirationField, GetReply, invalidKeyReason, LineReply } from './memcached-protocol.js';
 import { HashRing, keyHash } from './memcached-ring.js';

@@ -1,8 +1,7 @@
 // RESP encoding of the few commands the counter store sends, and the reply handlers that turn
 // their replies into results. Commands are built as strings: the connection joins a turn's
 // commands and writes them once, so a per-command Buffer would only add copies.
-import { StoreError } from '../errors.js';
-import { saturate, SATURATED_COUNT, type CounterOp } from './counter-store.js';
+import { SATURATED_COUNT, StoreError, saturate, type CounterOp } from '@rls/engine';
 import type { ReplyHandler } from './resp-connection.js';
 import { RespErrorReply, type RespReply } from './resp-parser.js';
 

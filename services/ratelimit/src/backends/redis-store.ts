@@ -4,11 +4,8 @@
 // in one event-loop turn share one socket write (see resp-connection.ts); bench/store-micro.mjs
 // compares this client with ioredis.
 import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
-import type { RandomSource } from '../clock.js';
-import { StoreError } from '../errors.js';
-import type { StatsStore } from '../stats/stats-store.js';
+import { StoreError, type CounterOp, type CounterStore, type RandomSource, type StatsStore } from '@rls/engine';
 import { ConnectionPool, type OnEmptyBehavior, type StoreLogger } from './connection-pool.js';
-import type { CounterOp, CounterStore } from './counter-store.js';
 import { encodeCommand, encodeIncrements, IncrementReplies, MgetReply } from './redis-commands.js';
 import type { RespEndpoint } from './resp-connection.js';
 

@@ -6,8 +6,8 @@
 // a write-coalescing window (KVSTORE_PIPELINE_WINDOW) are options of the same connection.
 import { createConnection, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect, type ConnectionOptions as TlsConnectionOptions } from 'node:tls';
-import type { RandomSource } from '../clock.js';
-import { StoreError } from '../errors.js';
+import { backoffDelayMs } from '@rls/backoff';
+import { StoreError, type RandomSource } from '@rls/engine';
 import { RespParser, type RespReply } from './resp-parser.js';
 
 export type RespEndpoint = { kind: 'tcp'; host: string; port: number } | { kind: 'unix'; path: string };
@@ -280,10 +280,9 @@ export class RespConnection {
     if (this.state === 'closed') return;
     this.state = 'waiting';
     if (wasReady) this.opts.events.onDown(this, err);
-    const base = Math.min(this.opts.backoffMaxMs, this.opts.backoffMinMs * 2 ** this.attempt);
+    // Equal jitter, in [base/2, base), so a pool does not reconnect in lockstep.
+    const delay = delayMs ?? backoffDelayMs({ initialMs: this.opts.backoffMinMs, maxMs: this.opts.backoffMaxMs, jitter: 'equal' }, this.attempt, this.opts.random);
     this.attempt = Math.min(this.attempt + 1, 30);
-    // Jitter in [base/2, base) so a pool does not reconnect in lockstep.
-    const delay = delayMs ?? Math.floor(base / 2) + this.opts.random.int(Math.max(1, Math.ceil(base / 2)));
     this.reconnectTimer = setTimeout(() => this.connect(), delay);
     this.reconnectTimer.unref();
   }

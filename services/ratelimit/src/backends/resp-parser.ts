@@ -4,7 +4,7 @@
 // tail is kept and joined with the next chunk. Integers are read straight from the bytes because
 // they are almost every reply on the hot path.
 
-import { StoreError } from '../errors.js';
+import { StoreError } from '@rls/engine';
 
 /**
  * Bytes that are not RESP2, or a reply beyond the bounds below. The connection cannot continue

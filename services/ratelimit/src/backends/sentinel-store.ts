@@ -11,14 +11,12 @@
 //
 // KVSTORE_SENTINEL_AUTH authenticates to the sentinels only; KVSTORE_AUTH to the data nodes. TLS
 // settings apply to both. "Connected" means a verified connection to the current master is up.
-import { StoreError } from '../errors.js';
+import { StoreError, mathRandom, type CounterOp, type CounterStore } from '@rls/engine';
 import { ConnectionPool } from './connection-pool.js';
-import type { CounterOp, CounterStore } from './counter-store.js';
 import { authCommand, getVia, incrementVia, parseRedisEndpoint, poolOptionsFrom, type RedisStoreOptions } from './redis-store.js';
 import { encodeCommand, HandshakeReplies, RawReplies } from './redis-commands.js';
 import { RespConnection, type ReplyHandler, type RespEndpoint } from './resp-connection.js';
 import { RespErrorReply, type RespReply } from './resp-parser.js';
-import { mathRandom } from '../clock.js';
 import { SENTINEL_URL_ERROR } from './kvstore-settings.js';
 
 export type SentinelStoreOptions = Omit<RedisStoreOptions, 'url' | 'socketType'> & {

@@ -1,7 +1,7 @@
 // KVSTORE_PERSECOND=true: ops of limits with unit second (windowSeconds 1) go to a second store,
 // all other ops to the main one. Both stores are called at the same time (upstream calls them one
 // after the other), so a request that touches both costs one round trip, not two.
-import type { CounterOp, CounterStore } from './counter-store.js';
+import type { CounterOp, CounterStore } from '@rls/engine';
 
 export class PerSecondSplitStore implements CounterStore {
   readonly kind: string;

@@ -1,9 +1,9 @@
 // Start-up wait for the counter store (KVSTORE_STARTUP_*): the listeners open only once Redis
 // answered, as upstream. The store reconnects by itself; this loop waits for it in growing windows
-// (exponential, factor 2, ±25 % jitter, capped by the max interval), logs each miss, and gives up
+// (exponential, factor 2, ±25 % jitter, capped by the max interval; @rls/backoff), logs each miss, and gives up
 // after the max elapsed time (0 = never) with upstream's message (credentials masked).
-import type { RandomSource } from '../clock.js';
-import { StoreError } from '../errors.js';
+import { backoffDelayMs, type ExponentialBackoff } from '@rls/backoff';
+import { StoreError, type RandomSource } from '@rls/engine';
 import type { StoreLogger } from './connection-pool.js';
 
 export interface StartupWaitOptions {
@@ -30,11 +30,11 @@ export function formatDuration(ms: number): string {
 export async function waitForStore(store: { isConnected(): boolean; waitUntilConnected(timeoutMs: number): Promise<void> }, o: StartupWaitOptions): Promise<void> {
   const now = o.now ?? Date.now;
   const t0 = now();
-  let interval = o.initialIntervalMs;
-  for (;;) {
+  const policy: ExponentialBackoff = { initialMs: o.initialIntervalMs, maxMs: o.maxIntervalMs, jitter: { spread: 0.25 } };
+  for (let misses = 0; ; misses++) {
     if (store.isConnected()) return;
     const elapsed = now() - t0;
-    let window = interval * (0.75 + o.random.int(501) / 1000);
+    let window = backoffDelayMs(policy, misses, o.random);
     if (o.maxElapsedMs > 0) window = Math.min(window, o.maxElapsedMs - elapsed);
     try {
       await store.waitUntilConnected(Math.max(1, Math.round(window)));
@@ -46,7 +46,6 @@ export async function waitForStore(store: { isConnected(): boolean; waitUntilCon
         throw new StoreError(`timed out waiting for Redis connection to ${o.url} after ${formatDuration(spent)}: ${why}`, { cause: err });
       }
       o.logger?.warn({ url: o.url, err: why, waited: formatDuration(spent) }, 'redis not reachable yet; still waiting before opening the listeners');
-      interval = Math.min(o.maxIntervalMs, interval * 2);
     }
   }
 }

@@ -1,9 +1,7 @@
 // `ratelimit-config-check -config_dir DIR [-merge_domain_configs]`: loads every rule file of a
 // directory exactly as the service would and reports the first error (exit 1) or a summary (exit 0).
 // Unlike upstream's tool it never crashes on YAML syntax errors: they are reported like any other.
-import { loadRuleSet } from '../config/rule-set.js';
-import { readRuleFiles } from '../provider/file-source.js';
-import { isRateLimitError } from '../errors.js';
+import { isRateLimitError, loadRuleSet, readRuleFiles } from '@rls/engine';
 
 export interface CheckIo {
   out: (line: string) => void;

@@ -10,7 +10,7 @@ import type { RuleSnapshot } from '../provider/rule-snapshot.js';
 import { createXdsRuleProvider, type XdsRuleProvider } from '../provider/xds-rule-provider.js';
 import { xdsConnectionOptions } from '../provider/xds-settings.js';
 import type { Settings } from '../settings.js';
-import type { StatsStore } from '../stats/stats-store.js';
+import type { StatsStore } from '@rls/engine';
 
 /** The stats of rule loading: counted by the primary only (StatsAggregator ignores the workers' copies). */
 export const CONFIG_LOAD_SUCCESS = 'ratelimit.service.config_load_success';

@@ -20,7 +20,8 @@ import type { Logger } from '../logger.js';
 import { removeStaleSocket } from '../server/listen-support.js';
 import type { Settings } from '../settings.js';
 import { startStatsSinks, type StatsSinksOptions } from '../stats/stats-sinks.js';
-import { StatsStore } from '../stats/stats-store.js';
+import { baseDelayMs, type ExponentialBackoff } from '@rls/backoff';
+import { StatsStore } from '@rls/engine';
 import { PRIMARY_OWNED_STATS, startPrimaryRuleSource } from './primary-rules.js';
 import { isRulesRequest, type RulesMessage } from './rules-channel.js';
 import { isStatsBatch, isStatsTotalsQuery, StatsAggregator, statsTotalsOf } from './stats-relay.js';
@@ -89,7 +90,9 @@ export async function runPrimary(o: PrimaryOptions): Promise<void> {
   let announced = false;
   let stopping = false;
   let failed = false;
-  let respawnDelay = RESPAWN_MIN_MS;
+  // Doubling, no jitter: one primary restarts its own workers, nothing to spread.
+  const respawnBackoff: ExponentialBackoff = { initialMs: RESPAWN_MIN_MS, maxMs: RESPAWN_MAX_MS, jitter: 'none' };
+  let respawns = 0;
 
   const fork = (): Worker => cluster.fork();
   cluster.on('message', (worker, msg: unknown) => {
@@ -107,7 +110,7 @@ export async function runPrimary(o: PrimaryOptions): Promise<void> {
     }
     if (typeof msg === 'object' && msg !== null && (msg as { t?: unknown }).t === 'rls-ready') {
       readyIds.add(worker.id);
-      respawnDelay = RESPAWN_MIN_MS;
+      respawns = 0;
       if (announced) logger.info({ worker: worker.id, pid: worker.process.pid }, 'replacement worker listening');
       if (!announced && readyIds.size >= o.workers) {
         announced = true;
@@ -132,11 +135,12 @@ export async function runPrimary(o: PrimaryOptions): Promise<void> {
       stop('worker start failure');
       return;
     }
+    const respawnDelay = baseDelayMs(respawnBackoff, respawns);
+    respawns = Math.min(respawns + 1, 30);
     logger.error({ worker: worker.id, code, signal, respawnInMs: respawnDelay }, 'worker died; starting a replacement');
     setTimeout(() => {
       if (!stopping) fork();
     }, respawnDelay).unref();
-    respawnDelay = Math.min(RESPAWN_MAX_MS, respawnDelay * 2);
   });
 
   const stop = (reason: string): void => {

@@ -5,7 +5,7 @@
 // to one aggregate registry — counters summed, gauges summed over the live workers, every timer
 // observation recorded — and that registry is the only one the sinks (statsd push, Prometheus
 // pull) read, so they report the service as a whole. No request ever waits on IPC.
-import type { Counter, Gauge, StatsStore, StatTags, Timer } from '../stats/stats-store.js';
+import type { Counter, Gauge, StatsStore, StatTags, Timer } from '@rls/engine';
 
 export const RELAY_INTERVAL_MS = 250;
 

@@ -5,7 +5,7 @@
 import cluster from 'node:cluster';
 import type { Logger } from '../logger.js';
 import { isRuleSnapshot, type RuleSnapshot } from '../provider/rule-snapshot.js';
-import { StatsStore } from '../stats/stats-store.js';
+import { StatsStore } from '@rls/engine';
 import { isRulesMessage, RULES_GET, type RulesMessage } from './rules-channel.js';
 import { isStatsTotals, storeOfTotals, WorkerStatsRelay, type StatsBatch, type StatsTotals, type StatsTotalsQuery } from './stats-relay.js';
 

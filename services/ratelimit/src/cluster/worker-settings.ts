@@ -1,8 +1,7 @@
 // WORKERS: how many processes serve requests. One process per core by default for the stores
 // that live outside the process (Redis, memcached); the embedded memory store keeps its counters
 // in one process, so it always runs one.
-import { def } from '../settings/schema.js';
-import { parseInteger } from '../settings/parse.js';
+import { def, parseInteger } from '@rls/settings';
 
 export const WORKER_SETTING_DEFS = {
   workers: def({

@@ -1,4 +1,4 @@
-// The FILE rule provider (reference §2.4, §2.5): reads the rule directory into one immutable
+// The FILE rule provider (docs/ratelimit.md, "Rule files" and "Live reload"): reads the rule directory into one immutable
 // RuleSet and pushes it to the service, then watches for changes and reloads.
 //
 // Two watch modes, as upstream:
@@ -19,10 +19,8 @@
 // than upstream's watch-root keys (`config.basic.yaml`).
 import { statSync, realpathSync, watch, type FSWatcher } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { loadRuleSet, type RuleSet, type RuleSource } from '../config/rule-set.js';
+import { loadRuleSet, readRuleFiles, type Counter, type Gauge, type RuleSet, type RuleSource, type StatsStore } from '@rls/engine';
 import type { Logger } from '../logger.js';
-import type { Counter, Gauge, StatsStore } from '../stats/stats-store.js';
-import { readRuleFiles } from './file-source.js';
 
 /** Where a provider delivers what it loaded: RateLimitService satisfies it. */
 export interface RuleSink {
@@ -116,7 +114,7 @@ export class FileRuleProvider {
     this.root = resolve(opts.runtimeRoot);
     this.directory = join(this.root, opts.runtimeSubdirectory, opts.runtimeAppDirectory);
     this.maxWaitMs = Math.max(1000, opts.debounceMs * 5);
-    // goruntime's loader stats (reference §7.2), kept for dashboards that chart them.
+    // goruntime's loader stats (upstream emits them too), kept for dashboards that chart them.
     this.loadAttempts = deps.stats.counter('runtime.load_attempts');
     this.loadFailures = deps.stats.counter('runtime.load_failures');
     this.numValues = deps.stats.gauge('runtime.num_values');

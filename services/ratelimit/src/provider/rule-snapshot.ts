@@ -5,9 +5,7 @@
 // worker's registry, so the tree itself cannot be shipped). The input is the same bytes the primary
 // validated, so a worker builds the same rules.
 import { decodeRateLimitConfig } from '@rls/rls-proto';
-import { loadRuleSet, type RuleSet, type RuleSource } from '../config/rule-set.js';
-import { loadXdsRuleSet } from '../config/xds-rule-source.js';
-import type { StatsStore } from '../stats/stats-store.js';
+import { loadRuleSet, loadXdsRuleSet, type RuleSet, type RuleSource, type StatsStore } from '@rls/engine';
 
 export type RuleSnapshot =
   /** The rule files of one load, named relative to the rule directory, in load order. */

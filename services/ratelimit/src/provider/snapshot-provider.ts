@@ -3,7 +3,7 @@
 // worker's own registry and swaps it into the service. The primary validated the same input, so a
 // failure here is not expected; should one happen, the worker keeps its previous rules and says so.
 import type { Logger } from '../logger.js';
-import type { StatsStore } from '../stats/stats-store.js';
+import type { StatsStore } from '@rls/engine';
 import type { RuleSink } from './file-provider.js';
 import { ruleSetFromSnapshot, type RuleSnapshot } from './rule-snapshot.js';
 

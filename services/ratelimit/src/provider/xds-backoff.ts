@@ -1,4 +1,5 @@
-// Reconnect delays of the xDS client, and the timer seam that lets tests drive them.
+// Reconnect delays of the xDS client (the formula lives in @rls/backoff), and the timer seam that
+// lets tests drive them.
 //
 // Upstream feeds XDS_CLIENT_BACKOFF_RANDOM_FACTOR (default 0.5) to jpillora/backoff as the
 // exponential base, so with the defaults every retry waits the initial 10 s and never grows.
@@ -7,10 +8,11 @@
 //   base(n)   = min(MAX, INITIAL × multiplier^n)            n = failed attempts since the last
 //                                                          stream that delivered a response
 //   wait(n)   = base(n)                                    jitter off
-//   wait(n)   = INITIAL + r × (base(n) − INITIAL)          jitter on, r uniform in [0, 1)
+//   wait(n)   = uniform in [INITIAL, base(n))              jitter on
 //
 // With the defaults (10 s, 60 s, 0.5, jitter on) the bounds are 10, 20, 40, 60, 60 … seconds.
-import type { RandomSource } from '../clock.js';
+import { backoffDelayMs as exponentialDelayMs } from '@rls/backoff';
+import type { RandomSource } from '@rls/engine';
 
 export interface BackoffPolicy {
   /** XDS_CLIENT_BACKOFF_INITIAL_INTERVAL, ms. */
@@ -28,15 +30,19 @@ export function effectiveMultiplier(factor: number): number {
   return factor > 1 ? factor : 2;
 }
 
-const RANDOM_STEPS = 1_000_000;
-
 /** Milliseconds to wait before attempt `n + 1` after `n + 1` consecutive failures (n from 0). */
 export function backoffDelayMs(policy: BackoffPolicy, attempt: number, random: RandomSource): number {
-  const max = Math.max(policy.maxMs, policy.initialMs);
-  const base = Math.min(max, policy.initialMs * Math.pow(effectiveMultiplier(policy.factor), attempt));
-  if (!policy.jitter || base <= policy.initialMs) return Math.round(base);
-  const r = random.int(RANDOM_STEPS) / RANDOM_STEPS;
-  return Math.round(policy.initialMs + r * (base - policy.initialMs));
+  return exponentialDelayMs(
+    {
+      initialMs: policy.initialMs,
+      // A max below the initial interval means the initial interval every time.
+      maxMs: Math.max(policy.maxMs, policy.initialMs),
+      multiplier: effectiveMultiplier(policy.factor),
+      jitter: policy.jitter ? 'from-initial' : 'none',
+    },
+    attempt,
+    random,
+  );
 }
 
 /** Timers, injectable so backoff timing is tested without waiting. */

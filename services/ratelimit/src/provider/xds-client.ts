@@ -1,4 +1,4 @@
-// An ADS State-of-the-World client for one resource type (reference §8), on @grpc/grpc-js with
+// An ADS State-of-the-World client for one resource type (as upstream's xds_grpc_sotw_provider.go), on @grpc/grpc-js with
 // the protobufjs-based codecs of @rls/rls-proto. One bidi stream
 // `AggregatedDiscoveryService/StreamAggregatedResources`, wildcard subscription (no resource
 // names), node id and metadata on every request; every response is handed to `onUpdate`, which
@@ -8,7 +8,7 @@
 // from a fresh start.
 import * as grpc from '@grpc/grpc-js';
 import { ADS_STREAM_PATH, decodeDiscoveryResponse, encodeDiscoveryRequest, type AnyMsg, type DiscoveryRequestMsg, type DiscoveryResponseMsg } from '@rls/rls-proto';
-import { mathRandom, type RandomSource } from '../clock.js';
+import { mathRandom, type RandomSource } from '@rls/engine';
 import type { Logger } from '../logger.js';
 import { backoffDelayMs, realScheduler, type BackoffPolicy, type Scheduler } from './xds-backoff.js';
 

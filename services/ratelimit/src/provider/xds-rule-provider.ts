@@ -4,11 +4,8 @@
 // validation is counted as config_load_error, keeps the previous rules and is NACKed with the
 // validation text; a good one is swapped in (config_load_success) and ACKed.
 import { decodeRateLimitConfig, RATE_LIMIT_CONFIG_TYPE_URL, type RateLimitConfigMsg } from '@rls/rls-proto';
-import type { RandomSource } from '../clock.js';
-import type { RuleSet } from '../config/rule-set.js';
-import { loadXdsRuleSet } from '../config/xds-rule-source.js';
+import { loadXdsRuleSet, type RandomSource, type RuleSet, type StatsStore } from '@rls/engine';
 import type { Logger } from '../logger.js';
-import type { StatsStore } from '../stats/stats-store.js';
 import type { BackoffPolicy, Scheduler } from './xds-backoff.js';
 import type { RuleSnapshot } from './rule-snapshot.js';
 import { AdsClient, type XdsTlsOptions, type XdsUpdate } from './xds-client.js';

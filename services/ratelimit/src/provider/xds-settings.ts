@@ -2,8 +2,7 @@
 // form so settings.ts spreads them into SETTING_DEFS, plus their start-up cross-checks and the
 // translation into the provider's options.
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { def } from '../settings/schema.js';
-import { clampedFloat, clampedInt, parseBool, parseMap, positiveDurationMs } from '../settings/parse.js';
+import { def, clampedFloat, clampedInt, parseBool, parseMap, positiveDurationMs } from '@rls/settings';
 import type { BackoffPolicy } from './xds-backoff.js';
 import type { XdsTlsOptions } from './xds-client.js';
 import type { XdsRuleProviderOptions } from './xds-rule-provider.js';

@@ -1,4 +1,4 @@
-// Bounds for a node:http server (house rule 15): header, request and keep-alive timeouts, and a
+// Bounds for a node:http server (every input bounded by a documented setting): header, request and keep-alive timeouts, and a
 // cap on open connections that makes room for a newcomer instead of turning it away.
 //
 // Node's own `server.maxConnections` drops the newest connection silently. That lets an attacker

@@ -1,4 +1,4 @@
-// The debug server (reference §4.4; DEBUG_HOST:DEBUG_PORT, default 0.0.0.0:6070). Plain text, GET:
+// The debug server (docs/ratelimit.md, "Debug server"; DEBUG_HOST:DEBUG_PORT, default 0.0.0.0:6070). Plain text, GET:
 //   /                         index: one `<path>: <help>` line per endpoint, sorted by path
 //   /rlconfig                 the loaded rules in upstream's dump format (empty when none)
 //   /stats                    every counter, gauge and timer with its current value, sorted —
@@ -14,8 +14,7 @@ import type http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import type { RuleSet } from '../config/rule-set.js';
-import type { StatsStore } from '../stats/stats-store.js';
+import type { RuleSet, StatsStore } from '@rls/engine';
 import { ConnectionGuard, createBoundedHttpServer, DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './connection-guard.js';
 import { CpuProfiler, heapSnapshotStream } from './debug-profiler.js';
 import { LIMIT_SETTING_DEFS } from './limits-settings.js';

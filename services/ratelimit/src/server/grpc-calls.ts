@@ -1,7 +1,7 @@
-// The gRPC call logic shared by both HTTP/2 transports (node:http2 and the lean one in h2/):
-// the method table, request-header checks, request-message framing and size limits,
-// identity/gzip decoding, dispatch to ShouldRateLimit and grpc.health.v1, deadlines,
-// cancellation, the mapping of service errors to statuses, and the health Watch streams.
+// The gRPC call logic, apart from the HTTP/2 transport that carries it (h2/): the method table,
+// request-header checks, request-message framing and size limits, identity/gzip decoding,
+// dispatch to ShouldRateLimit and grpc.health.v1, deadlines, cancellation, the mapping of service
+// errors to statuses, and the health Watch streams.
 // A transport only moves bytes: it subclasses GrpcCall with the five write operations and feeds
 // the dispatcher the request headers, the DATA bytes, the end of the request and resets.
 import type { IncomingHttpHeaders } from 'node:http2';
@@ -20,24 +20,20 @@ import {
   SHOULD_RATE_LIMIT_PATH,
   type RequestLimits,
 } from '@rls/rls-proto';
-import type { RateLimitRequest, RateLimitResponse } from '../domain.js';
 import { isGrpcContentType, parseGrpcTimeout } from './grpc-protocol.js';
+import {
+  RequestDecodeFailure,
+  ResponseEncodeFailure,
+  type CallContext,
+  type EncodedAnswer,
+  type EncodedShouldRateLimitFn,
+  type GrpcDispatcherOptions,
+  type HealthSource,
+  type ShouldRateLimitFn,
+  type TransportLogger,
+} from './grpc-server-types.js';
 import { GrpcStatus, statusForServiceError } from './grpc-status.js';
-import { RATELIMIT_HEALTH_SERVICE, servingStatusOf, type HealthSource } from './health-source.js';
-import type { AnswerMemo } from './local-answer-memo.js';
-import type { TransportLogger } from './transport-logger.js';
-
-/** What a handler gets besides the request: aborted when the client cancels or the deadline passes. */
-export interface CallContext {
-  readonly signal: AbortSignal;
-  /**
-   * The request's headers (gRPC metadata or HTTP headers), for trace-context propagation. A
-   * transport may build it on first read: reading it is the consumer's cost.
-   */
-  readonly headers?: IncomingHttpHeaders | undefined;
-}
-
-export type ShouldRateLimitFn = (req: RateLimitRequest, ctx: CallContext) => Promise<RateLimitResponse>;
+import { RATELIMIT_HEALTH_SERVICE, servingStatusOf } from './health-source.js';
 
 export const DEFAULT_MAX_RECEIVE = 4 * 1024 * 1024;
 export const MAX_TIMER_MS = 2_147_483_647;
@@ -100,17 +96,28 @@ export abstract class GrpcCall implements CallContext {
   abstract stopReading(): void;
 }
 
-export interface GrpcDispatcherOptions {
-  shouldRateLimit: ShouldRateLimitFn;
-  health: HealthSource;
-  onCall?: ((method: string, ms: number) => void) | undefined;
-  logger: TransportLogger;
-  maxReceiveBytes?: number | undefined;
-  healthServiceName?: string | undefined;
-  /** Encoded answers to repeat without decoding (the local over-limit cache's; see local-answer-memo.ts). */
-  answerMemo?: AnswerMemo | undefined;
-  /** Descriptor/entry bounds enforced while decoding (limits-settings.ts; the decoder's defaults when absent). */
-  requestLimits?: RequestLimits | undefined;
+/**
+ * The byte-level ShouldRateLimit every call goes through: decode the request message, ask the
+ * decision function, encode its response (with 5 bytes of headroom for the prefix).
+ */
+export function encodedShouldRateLimit(decide: ShouldRateLimitFn, limits: RequestLimits | undefined): EncodedShouldRateLimitFn {
+  return (payload, ctx) => {
+    let req;
+    try {
+      req = decodeRateLimitRequest(payload, limits);
+    } catch (err) {
+      throw new RequestDecodeFailure(err);
+    }
+    return decide(req, ctx).then(encodeAnswer);
+  };
+}
+
+function encodeAnswer(response: EncodedAnswer['response']): EncodedAnswer {
+  try {
+    return { body: encodeRateLimitResponse(response, 5), response };
+  } catch (err) {
+    throw new ResponseEncodeFailure(err);
+  }
 }
 
 /** Writes the gRPC length prefix (uncompressed) into the 5 bytes of headroom. */
@@ -131,17 +138,14 @@ export class GrpcDispatcher {
   readonly logger: TransportLogger;
   readonly maxReceive: number;
   readonly watchers = new Set<GrpcCall>();
-  private readonly shouldRateLimit: ShouldRateLimitFn;
+  private readonly shouldRateLimit: EncodedShouldRateLimitFn;
   private readonly health: HealthSource;
   private readonly onCall: ((method: string, ms: number) => void) | undefined;
   private readonly healthService: string;
-  private readonly memo: AnswerMemo | undefined;
-  private readonly requestLimits: RequestLimits | undefined;
 
   constructor(opts: GrpcDispatcherOptions) {
-    this.memo = opts.answerMemo;
-    this.requestLimits = opts.requestLimits;
-    this.shouldRateLimit = opts.shouldRateLimit;
+    const plain = encodedShouldRateLimit(opts.shouldRateLimit, opts.requestLimits);
+    this.shouldRateLimit = opts.wrapShouldRateLimit !== undefined ? opts.wrapShouldRateLimit(plain) : plain;
     this.health = opts.health;
     this.onCall = opts.onCall;
     this.logger = opts.logger;
@@ -283,20 +287,15 @@ export class GrpcDispatcher {
   private dispatch(call: GrpcCall, payload: Buffer): void {
     switch (call.kind) {
       case KIND_RLS: {
-        const remembered = this.memo?.lookup(payload);
-        if (remembered !== undefined) {
-          this.respond(call, remembered);
-          this.onCall?.('ShouldRateLimit', performance.now() - call.start);
-          return;
-        }
-        let req: RateLimitRequest;
+        let answer: EncodedAnswer | Promise<EncodedAnswer>;
         try {
-          req = decodeRateLimitRequest(payload, this.requestLimits);
+          answer = this.shouldRateLimit(payload, call);
         } catch (err) {
-          this.failDecode(call, err);
+          this.failShouldRateLimit(call, err);
           return;
         }
-        void this.runShouldRateLimit(call, req, payload);
+        if (answer instanceof Promise) answer.then((a) => this.answered(call, a), (err: unknown) => this.failShouldRateLimit(call, err));
+        else this.answered(call, answer);
         return;
       }
       case KIND_CHECK: {
@@ -329,28 +328,25 @@ export class GrpcDispatcher {
     this.fail(call, GrpcStatus.INTERNAL, `grpc: error unmarshalling request: ${detail}`);
   }
 
-  /** Never rejects: every outcome becomes a response on the stream. */
-  private async runShouldRateLimit(call: GrpcCall, req: RateLimitRequest, payload: Buffer): Promise<void> {
-    let res: RateLimitResponse;
-    try {
-      res = await this.shouldRateLimit(req, call);
-    } catch (err) {
-      const st = statusForServiceError(err);
-      if (st.code === GrpcStatus.INTERNAL) this.logger.error({ err }, 'ShouldRateLimit failed');
-      this.fail(call, st.code, st.message);
-      this.onCall?.('ShouldRateLimit', performance.now() - call.start);
+  private answered(call: GrpcCall, answer: EncodedAnswer): void {
+    this.respond(call, answer.body);
+    this.onCall?.('ShouldRateLimit', performance.now() - call.start);
+  }
+
+  /** Every failure becomes a status on the stream; only decisions that ran are counted as calls. */
+  private failShouldRateLimit(call: GrpcCall, err: unknown): void {
+    if (err instanceof RequestDecodeFailure) {
+      this.failDecode(call, err.reason);
       return;
     }
-    let body: Buffer;
-    try {
-      body = encodeRateLimitResponse(res, 5);
-    } catch (err) {
-      this.logger.error({ err }, 'RateLimitResponse encoding failed');
+    if (err instanceof ResponseEncodeFailure) {
+      this.logger.error({ err: err.reason }, 'RateLimitResponse encoding failed');
       this.fail(call, GrpcStatus.INTERNAL, 'internal error');
       return;
     }
-    this.respond(call, body);
-    this.memo?.offer(payload, res, body);
+    const st = statusForServiceError(err);
+    if (st.code === GrpcStatus.INTERNAL) this.logger.error({ err }, 'ShouldRateLimit failed');
+    this.fail(call, st.code, st.message);
     this.onCall?.('ShouldRateLimit', performance.now() - call.start);
   }
 

@@ -1,9 +1,9 @@
-// Bounds on what a gRPC client can make the process hold (house rule 15): connections, time
+// Bounds on what a gRPC client can make the process hold (docs/ratelimit.md, "gRPC connection bounds"): connections, time
 // without progress, bytes buffered per connection and per process, frame floods. Declared in the
-// settings schema's form so settings.ts spreads them into SETTING_DEFS; both transports read the
-// same values (GRPC_TRANSPORT=node as far as node:http2 allows, see docs/ratelimit.md).
-import { def } from '../settings/schema.js';
-import { parseDurationMs, parseInteger } from '../settings/parse.js';
+// settings schema's form so settings.ts spreads them into SETTING_DEFS; the lean HTTP/2 transport
+// (h2/) enforces them.
+import { def, parseDurationMs, parseInteger } from '@rls/settings';
+import type { GrpcLimits } from './grpc-server-types.js';
 
 const KIB = 1024;
 const MIB = 1024 * 1024;
@@ -95,21 +95,7 @@ export const GRPC_LIMIT_SETTING_DEFS = {
   }),
 } as const;
 
-/** The parsed values, as the gRPC server options carry them. */
-export interface GrpcLimits {
-  readonly maxConnections: number;
-  readonly prefaceTimeoutMs: number;
-  /** 0: never. */
-  readonly idleTimeoutMs: number;
-  readonly requestReadTimeoutMs: number;
-  readonly maxHeaderListBytes: number;
-  readonly streamWindowBytes: number;
-  readonly connectionWindowBytes: number;
-  readonly connectionBufferBytes: number;
-  readonly processBufferBytes: number;
-  readonly maxResetsPerSecond: number;
-  readonly maxControlFramesPerSecond: number;
-}
+export type { GrpcLimits } from './grpc-server-types.js';
 
 /** The defaults of GRPC_LIMIT_SETTING_DEFS (for servers built without settings, e.g. in tests). */
 export const DEFAULT_GRPC_LIMITS: GrpcLimits = {

@@ -1,5 +1,5 @@
 // gRPC status codes and the one place where service errors become gRPC statuses.
-import { isRateLimitError } from '../errors.js';
+import { isRateLimitError } from '@rls/engine';
 
 export const GrpcStatus = {
   OK: 0,

@@ -1,13 +1,9 @@
 // What the transports need to know about service health: the aggregate state and a change
 // notification (for grpc.health.v1 Watch). The health components themselves live elsewhere.
 import { ServingStatus } from '@rls/rls-proto';
+import type { HealthSource } from './grpc-server-types.js';
 
-export interface HealthSource {
-  /** True when every enabled health component is healthy. */
-  isHealthy(): boolean;
-  /** Registers a listener called whenever the aggregate may have changed. */
-  onChange(cb: () => void): void;
-}
+export type { HealthSource } from './grpc-server-types.js';
 
 /** The gRPC health service name that mirrors the aggregate state (upstream registers "ratelimit"). */
 export const RATELIMIT_HEALTH_SERVICE = 'ratelimit';

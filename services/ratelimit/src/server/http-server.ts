@@ -26,9 +26,8 @@ import {
 } from '@rls/rls-proto';
 import { ConnectionGuard, createBoundedHttpServer, DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './connection-guard.js';
 import { LIMIT_SETTING_DEFS } from './limits-settings.js';
-import { isRateLimitError } from '../errors.js';
-import type { RateLimitRequest, RateLimitResponse } from '../domain.js';
-import type { CallContext } from './grpc-server.js';
+import { isRateLimitError, type RateLimitRequest, type RateLimitResponse } from '@rls/engine';
+import type { CallContext } from './grpc-server-types.js';
 import type { HealthSource } from './health-source.js';
 import { silentLogger, type TransportLogger } from './transport-logger.js';
 

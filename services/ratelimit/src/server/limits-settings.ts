@@ -1,10 +1,9 @@
-// The bounds on requests and HTTP/1.1 connections (house rule 15), declared in the settings
+// The bounds on requests and HTTP/1.1 connections (docs/ratelimit.md, "Request and connection bounds"), declared in the settings
 // schema's form so settings.ts spreads them into SETTING_DEFS (`...LIMIT_SETTING_DEFS`), and
 // their translation into the options of the decoders and servers. docs/ratelimit.md
 // ("Request and connection bounds") gives the measurements behind the defaults.
 import { DEFAULT_REQUEST_LIMITS, type RequestLimits } from '@rls/rls-proto';
-import { def, type ValuesOf } from '../settings/schema.js';
-import { parseDurationMs, parseInteger } from '../settings/parse.js';
+import { def, type ValuesOf, parseDurationMs, parseInteger } from '@rls/settings';
 import type { HttpTimeouts } from './connection-guard.js';
 
 const durationMs = (raw: string): number => parseDurationMs(raw);

@@ -1,35 +1,23 @@
-// Encoded answers to requests decided entirely from the local over-limit cache, for the rest of
-// their second. Over-limit traffic is typically one client repeating one request (same
-// descriptors, same bytes) far above its limit; once its keys are in the local cache, each of
-// those requests would be decoded, matched, keyed and encoded again only to produce the same
-// bytes. Here the request's bytes find the response's bytes, after the service has confirmed the
-// decision still holds (same rules, same second, keys still remembered) and counted its stats,
-// so statistics, the local cache's hit counts and the answer are exactly what the full path gives.
+// Encoded answers to requests decided from local state alone (the engine's LocalDecision), for
+// the rest of their second. Over-limit traffic is typically one client repeating one request
+// (same descriptors, same bytes) far above its limit; once its keys are in the local over-limit
+// cache, each of those requests would be decoded, matched, keyed and encoded again only to
+// produce the same bytes. This wrapper around the byte-level decision lets the request's bytes
+// find the response's bytes, after the decision's `repeat()` has confirmed it still holds (same
+// rules, same second, keys still remembered) and counted its stats, so statistics, the local
+// cache's hit counts and the answer are exactly what the full path gives. The composition root
+// decides whether to use it; neither the engine nor the dispatcher knows it exists.
 //
 // Bounded: entries belong to the current second only (duration_until_reset changes every
 // second) and at most `maxEntries` are kept per second.
-import type { RateLimitResponse } from '../domain.js';
+import type { LocalDecision } from '@rls/engine';
 import { equalBytes } from './h2/bytes.js';
-import type { LocalAnswer, ServiceResponse } from '../service.js';
-
-/** What the gRPC dispatcher asks of a memo of encoded answers. */
-export interface AnswerMemo {
-  /** The encoded response (5 bytes of gRPC prefix included) for `payload`, stats already counted; or undefined. */
-  lookup(payload: Buffer): Buffer | undefined;
-  /** After a full decision: remembers `body` for `payload` when the decision qualifies. */
-  offer(payload: Buffer, res: RateLimitResponse, body: Buffer): void;
-}
-
-/** The service side: the clock and the check-and-count of a remembered decision. */
-export interface LocalAnswerSource {
-  nowMs(): number;
-  replayLocalAnswer(answer: LocalAnswer, nowMs: number): boolean;
-}
+import type { EncodedAnswer, EncodedShouldRateLimitFn, EncodedShouldRateLimitWrapper } from './grpc-server-types.js';
 
 interface Entry {
   readonly payload: Buffer;
-  readonly body: Buffer;
-  readonly answer: LocalAnswer;
+  readonly answer: EncodedAnswer;
+  readonly decision: LocalDecision;
 }
 
 export const DEFAULT_MEMO_ENTRIES = 10_000;
@@ -41,46 +29,50 @@ function hashBytes(b: Buffer): number {
   return h;
 }
 
-export class LocalAnswerMemo implements AnswerMemo {
+export class LocalAnswerMemo {
   private second = -1;
   private readonly entries = new Map<number, Entry>();
 
-  constructor(
-    private readonly source: LocalAnswerSource,
-    private readonly maxEntries = DEFAULT_MEMO_ENTRIES,
-  ) {}
+  constructor(private readonly maxEntries = DEFAULT_MEMO_ENTRIES) {}
 
   get size(): number {
     return this.entries.size;
   }
 
-  lookup(payload: Buffer): Buffer | undefined {
+  /** The wrapper: answers remembered requests itself, asks `next` for the others and remembers what qualifies. */
+  readonly wrap: EncodedShouldRateLimitWrapper = (next: EncodedShouldRateLimitFn): EncodedShouldRateLimitFn => {
+    return (payload, ctx) => {
+      const remembered = this.lookup(payload);
+      if (remembered !== undefined) return remembered;
+      const answer = next(payload, ctx);
+      if (answer instanceof Promise) return answer.then((a) => this.offer(payload, a));
+      return this.offer(payload, answer);
+    };
+  };
+
+  private lookup(payload: Buffer): EncodedAnswer | undefined {
     if (this.entries.size === 0) return undefined;
-    const nowMs = this.source.nowMs();
-    if (Math.floor(nowMs / 1000) !== this.second) {
-      this.entries.clear();
-      return undefined;
-    }
     const hash = hashBytes(payload);
     const e = this.entries.get(hash);
     if (e === undefined || !equalBytes(e.payload, payload)) return undefined;
-    if (!this.source.replayLocalAnswer(e.answer, nowMs)) {
+    // repeat() checks the second, the rules and the keys, and counts the stats when it holds.
+    if (!e.decision.repeat()) {
       this.entries.delete(hash);
       return undefined;
     }
-    return e.body;
+    return e.answer;
   }
 
-  offer(payload: Buffer, res: ServiceResponse, body: Buffer): void {
-    const answer = res.localAnswer;
-    if (answer === undefined || answer.nowSeconds < this.second) return;
-    if (answer.nowSeconds > this.second) {
+  private offer(payload: Buffer, answer: EncodedAnswer): EncodedAnswer {
+    const decision = answer.response.localDecision;
+    if (decision === undefined || decision.second < this.second) return answer;
+    if (decision.second > this.second) {
       this.entries.clear();
-      this.second = answer.nowSeconds;
+      this.second = decision.second;
     }
-    if (this.entries.size >= this.maxEntries) return;
+    if (this.entries.size >= this.maxEntries) return answer;
     const hash = hashBytes(payload);
-    if (this.entries.has(hash)) return;
-    this.entries.set(hash, { payload: Buffer.from(payload), body, answer });
+    if (!this.entries.has(hash)) this.entries.set(hash, { payload: Buffer.from(payload), answer, decision });
+    return answer;
   }
 }

@@ -1,8 +1,7 @@
 // Settings of the gRPC listener's transport security (GRPC_SERVER_USE_TLS, mutual TLS), in the
 // settings schema's form so settings.ts spreads them into SETTING_DEFS, and their start-up checks.
 import { fileProblem } from '../provider/xds-settings.js';
-import { def } from '../settings/schema.js';
-import { parseBool } from '../settings/parse.js';
+import { def, parseBool } from '@rls/settings';
 
 const str = (raw: string): string => raw;
 const bool = (raw: string): boolean => (raw === '' ? false : parseBool(raw));

@@ -1,11 +1,8 @@
-// The slice of a pino logger the transports use; pino's Logger satisfies it, tests may pass
-// nothing (logs are then dropped).
-export interface TransportLogger {
-  debug(obj: object, msg: string): void;
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-  error(obj: object, msg: string): void;
-}
+// The logger of servers built without one (tests): logs are dropped. The TransportLogger type
+// lives in the leaf grpc-server-types.ts.
+import type { TransportLogger } from './grpc-server-types.js';
+
+export type { TransportLogger } from './grpc-server-types.js';
 
 function noop(): void {}
 

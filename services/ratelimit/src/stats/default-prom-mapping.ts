@@ -1,5 +1,5 @@
-// The built-in statsd → Prometheus mapping (reference §7.3, seed "Default mapping to pull
-// metrics"). Written in the mapping-file format and parsed by the same loader as user files, so
+// The built-in statsd → Prometheus mapping (upstream's src/stats/prom/default_mapper.yaml; docs/ratelimit.md, "Prometheus
+// rules"). Written in the mapping-file format and parsed by the same loader as user files, so
 // the format support is exercised by every start.
 //
 // Differences from the file upstream ships, on purpose:

@@ -20,8 +20,8 @@
 // silently), every problem in the file is reported at start-up in one error.
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
-import { RateLimitError } from '../errors.js';
-import { parseDurationMs } from '../settings/parse.js';
+import { RateLimitError } from '@rls/engine';
+import { parseDurationMs } from '@rls/settings';
 
 export type StatKind = 'counter' | 'gauge' | 'observer';
 export type ObserverType = 'histogram' | 'summary';

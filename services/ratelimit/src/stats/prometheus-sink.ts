@@ -3,7 +3,7 @@
 // stats into one series); gauges are read at scrape time; timers feed prom-client
 // histograms/summaries on every observation. A series exists only for stats that exist, so the
 // cost is one binding per stat — bounded by the stats the rules create and, for per-value stats,
-// by STATS_MAX_SERIES_PER_RULE (reference §3.18) — plus prom-client's per-series state for timers.
+// by STATS_MAX_SERIES_PER_RULE (docs/ratelimit.md, "Statistics") — plus prom-client's per-series state for timers.
 //
 // Counter and gauge series are rendered here, not by prom-client: each binding formats its
 // `name{labels}` text once, so a scrape is one addition and one string append per series.
@@ -18,7 +18,7 @@ import { collectDefaultMetrics, Histogram, Registry, Summary } from 'prom-client
 import type { Logger } from '../logger.js';
 import { escapeMetricName, mapStat, type MappingRule, type StatKind, type StatsMapping } from './prom-mapping.js';
 import { mergedTagPairs } from './stat-tags.js';
-import type { Counter, Gauge, StatsStore, StatTags, Timer } from './stats-store.js';
+import type { Counter, Gauge, StatsStore, StatTags, Timer } from '@rls/engine';
 
 export interface PrometheusSinkOptions {
   mapping: StatsMapping;

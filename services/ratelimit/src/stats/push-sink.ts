@@ -1,4 +1,4 @@
-// Periodic push of the stats registry (gostats' model, reference §7.1): every flush interval each
+// Periodic push of the stats registry (gostats' model, as upstream): every flush interval each
 // counter is sent as its change since the previous flush, and only when that change is non-zero;
 // each gauge is sent with its current value; timers are sent on every observation (integer ms).
 // The same sink serves the plain statsd, DogStatsD and stdout-logging variants: only the line
@@ -6,7 +6,7 @@
 import type { Logger } from '../logger.js';
 import type { StatsdLineFormatter } from './statsd-line.js';
 import type { StatsdTransport } from './statsd-transport.js';
-import type { Counter, StatsStore, Timer } from './stats-store.js';
+import type { Counter, StatsStore, Timer } from '@rls/engine';
 
 /** Injected interval timer, so tests drive flushes themselves. */
 export interface IntervalScheduler {

@@ -3,7 +3,7 @@
 // with `.`, `:` and `|` in values turned into `_` (they would break the name or the line) and empty
 // keys or values dropped. The tagged sink and Prometheus get the same (sanitised) pairs as real
 // tags / labels, so a value reads the same on every sink.
-import type { StatTags } from './stats-store.js';
+import type { StatTags } from '@rls/engine';
 
 export type TagPair = readonly [key: string, value: string];
 

@@ -2,15 +2,14 @@
 // into SETTING_DEFS (`...STATS_SETTING_DEFS`), and their translation into sink options. The
 // mogrifier variables have names that depend on the list, so they are read from the environment
 // by `resolveStatsOptions`, which also loads the metrics mapping; both report every problem.
-import { def, type Env, type ValuesOf } from '../settings/schema.js';
-import { parseBool, parseDurationMs, parseEnum, parseGoPort, parseInteger } from '../settings/parse.js';
+import { def, type Env, type ValuesOf, parseBool, parseDurationMs, parseEnum, parseGoPort, parseInteger } from '@rls/settings';
 import { defaultStatsMapping } from './default-prom-mapping.js';
 import { DEFAULT_METRICS_MAX_CONNECTIONS, parseListenAddress, type ListenAddress } from './metrics-server.js';
 import { readMogrifiers } from './mogrifiers.js';
 import { loadMappingFile, type StatsMapping } from './prom-mapping.js';
 import { parseExtraTags } from './stat-tags.js';
 import type { StatsSinksOptions } from './stats-sinks.js';
-import { DEFAULT_MAX_SERIES_PER_GROUP, type StatTags } from './stats-store.js';
+import { DEFAULT_MAX_SERIES_PER_GROUP, type StatTags } from '@rls/engine';
 
 const bool = (raw: string): boolean => (raw === '' ? false : parseBool(raw));
 const str = (raw: string): string => raw;

@@ -18,7 +18,7 @@ import { PrometheusSink } from './prometheus-sink.js';
 import { StatsPushSink, type IntervalScheduler } from './push-sink.js';
 import { PlainStatsdFormatter, TaggedStatsdFormatter } from './statsd-line.js';
 import { createStatsdTransport, type StatsdTransport } from './statsd-transport.js';
-import type { StatsStore, StatTags } from './stats-store.js';
+import type { StatsStore, StatTags } from '@rls/engine';
 
 export interface StatsSinksOptions {
   disabled: boolean;

@@ -4,7 +4,7 @@
 // The name/tag part of a stat never changes, so it is rendered once per stat and cached.
 import { mogrify, type Mogrifier } from './mogrifiers.js';
 import { mergedTagPairs, serializeTaggedName } from './stat-tags.js';
-import type { StatTags } from './stats-store.js';
+import type { StatTags } from '@rls/engine';
 
 export type StatsdType = 'c' | 'g' | 'ms';
 

@@ -1,8 +1,7 @@
-// Tracing settings (reference §6.7), spread into SETTING_DEFS. The standard OTEL_EXPORTER_OTLP_*
+// Tracing settings (docs/ratelimit.md, "Tracing"), spread into SETTING_DEFS. The standard OTEL_EXPORTER_OTLP_*
 // variables (endpoint, headers, timeout, certificates) are read by the OpenTelemetry exporters
 // themselves and are not declared here.
-import { def } from '../settings/schema.js';
-import { clampedFloat, parseBool, parseEnum } from '../settings/parse.js';
+import { def, clampedFloat, parseBool, parseEnum } from '@rls/settings';
 
 const bool = (raw: string): boolean => (raw === '' ? false : parseBool(raw));
 const str = (raw: string): string => raw;

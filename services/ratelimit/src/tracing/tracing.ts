@@ -1,4 +1,4 @@
-// OpenTelemetry tracing (reference §6.7), built only when TRACING_ENABLED=true: main.ts imports
+// OpenTelemetry tracing (docs/ratelimit.md, "Tracing"), built only when TRACING_ENABLED=true: main.ts imports
 // this module lazily and the app wraps the service function and the counter store with it, so
 // with tracing off there is no tracing code on the request path at all.
 //
@@ -17,7 +17,7 @@ import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span,
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, type SpanExporter } from '@opentelemetry/sdk-trace-base';
-import type { CounterOp, CounterStore } from '../backends/counter-store.js';
+import type { CounterOp, CounterStore } from '@rls/engine';
 import type { Logger } from '../logger.js';
 import type { CallContext, ShouldRateLimitFn } from '../server/grpc-server.js';
 

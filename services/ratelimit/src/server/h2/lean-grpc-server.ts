@@ -1,17 +1,18 @@
-// GRPC_TRANSPORT=lean: the gRPC calls of grpc-calls.ts on our own HTTP/2 connections
+// The gRPC server's transport: the gRPC calls of grpc-calls.ts on our own HTTP/2 connections
 // (connection.ts) over net/tls servers. One LeanCall object per stream carries both the HTTP/2
 // stream state and the gRPC call state; responses are pre-encoded HPACK blocks plus the message,
 // written into the connection's output slab.
 import type { IncomingHttpHeaders } from 'node:http2';
+import { mathRandom, type RandomSource } from '@rls/engine';
 import net, { type AddressInfo } from 'node:net';
 import tls, { type PeerCertificate, type TLSSocket } from 'node:tls';
 import { jitteredAge } from '../connection-age.js';
 import { GrpcCall, GrpcDispatcher, MAX_TIMER_MS } from '../grpc-calls.js';
 import { encodeGrpcMessage } from '../grpc-protocol.js';
-import type { GrpcRandom, GrpcServer, GrpcServerOptions, GrpcTlsOptions } from '../grpc-server.js';
+import type { GrpcLimits, GrpcServer, GrpcServerOptions, GrpcTlsOptions, TransportLogger } from '../grpc-server-types.js';
 import { listenOn, removeStaleSocket, tlsContextOptions } from '../listen-support.js';
-import { silentLogger, type TransportLogger } from '../transport-logger.js';
-import { DEFAULT_GRPC_LIMITS, sweepIntervalMs, type GrpcLimits } from '../grpc-limits-settings.js';
+import { silentLogger } from '../transport-logger.js';
+import { DEFAULT_GRPC_LIMITS, sweepIntervalMs } from '../grpc-limits-settings.js';
 import { H2Connection, type H2Handler, type H2Options, type H2Stream, type H2Timeouts } from './connection.js';
 import { ReceiveBudget, type CoarseClock } from './receive-budget.js';
 import { OK_HEADERS_BLOCK, OK_TRAILERS_BLOCK, statusTrailersBlock, trailersOnlyBlock } from './hpack-encoder.js';
@@ -119,7 +120,7 @@ class LeanServer implements H2Handler<LeanCall> {
   private verifyClient: ((cert: PeerCertificate) => string | undefined) | undefined;
   private readonly maxAgeMs: number;
   private readonly ageGraceMs: number;
-  private readonly random: GrpcRandom;
+  private readonly random: RandomSource;
   private readonly limits: GrpcLimits;
   private readonly h2: H2Options;
   private readonly timeouts: H2Timeouts;
@@ -144,7 +145,7 @@ class LeanServer implements H2Handler<LeanCall> {
     this.verifyClient = opts.tls?.verifyClient;
     this.maxAgeMs = opts.maxConnectionAgeMs ?? 0;
     this.ageGraceMs = opts.maxConnectionAgeGraceMs ?? 0;
-    this.random = opts.random ?? { int: (max) => Math.floor(Math.random() * max) };
+    this.random = opts.random ?? mathRandom;
     this.h2 = {
       maxConcurrentStreams: this.maxStreams,
       logger: this.logger,

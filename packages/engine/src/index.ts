@@ -1,0 +1,30 @@
+// The rate limit decision engine, shared through packages/ by the ratelimit server and the quotes
+// service's embedded limiter: rule files and xDS resources -> validated rule snapshots, descriptor
+// matching, the fixed-window limiter with its local over-limit cache, the CounterStore contract
+// with the in-memory store, and the stats registry the limiter counts into. No network I/O.
+export * from './clock.js';
+export * from './config/file-source.js';
+export * from './config/rule-file.js';
+export * from './config/rule-set.js';
+export * from './config/rule-stats.js';
+export * from './config/rule-tree.js';
+export * from './config/units.js';
+export * from './config/wildcard.js';
+export * from './config/xds-rule-source.js';
+export * from './config/yaml-document.js';
+export * from './domain.js';
+export * from './errors.js';
+export * from './limiter/cache-key.js';
+export * from './limiter/descriptor-status.js';
+export * from './limiter/dynamic-metadata.js';
+export * from './limiter/fixed-window-limiter.js';
+export * from './limiter/hits-addend.js';
+export * from './limiter/local-cache.js';
+export * from './limiter/options.js';
+export * from './limiter/overall-code.js';
+export * from './limiter/response-headers.js';
+export * from './limiter/window.js';
+export * from './service.js';
+export * from './stats/stats-store.js';
+export * from './store/counter-store.js';
+export * from './store/memory-store.js';

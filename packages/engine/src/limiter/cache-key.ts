@@ -1,0 +1,20 @@
+// Counter keys, byte-compatible with upstream (src/limiter/cache_key.go) so both services can share a Redis:
+// `<prefix><domain>_<k1>_<v1>_<k2>_<v2>_<windowStart>`, no escaping.
+import type { DescriptorEntry } from '../domain.js';
+
+export function buildCacheKey(
+  prefix: string,
+  domain: string,
+  entries: readonly DescriptorEntry[],
+  sharePatterns: readonly (string | undefined)[] | undefined,
+  windowStart: number,
+): string {
+  let key = prefix + domain + '_';
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i]!;
+    // share_threshold: every value matching the wildcard counts against the pattern's counter
+    const value = sharePatterns?.[i] ?? e.value;
+    key += e.key + '_' + value + '_';
+  }
+  return key + String(windowStart);
+}

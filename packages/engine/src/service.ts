@@ -1,0 +1,241 @@
+// ShouldRateLimit end to end (docs/architecture.md, "A ShouldRateLimit call"): match descriptors against the current rule set,
+// one counter-store round trip for the whole request, then statuses, overall code, headers,
+// shadow mode and dynamic metadata. Transports call `shouldRateLimit` and map errors by code.
+import type { CounterStore } from './store/counter-store.js';
+import type { Clock, RandomSource } from './clock.js';
+import type { RuleSet } from './config/rule-set.js';
+import type { LimitMatch } from './config/rule-tree.js';
+import { unitName } from './config/units.js';
+import { Code, MAX_UINT32, type DescriptorStatus, type RateLimitRequest, type RateLimitResponse } from './domain.js';
+import { RateLimitError, StoreError } from './errors.js';
+import { buildDynamicMetadata } from './limiter/dynamic-metadata.js';
+import { FixedWindowLimiter } from './limiter/fixed-window-limiter.js';
+import { countLocalCacheAnswer } from './limiter/descriptor-status.js';
+import { hitsAddendFor } from './limiter/hits-addend.js';
+import { LocalOverLimitCache } from './limiter/local-cache.js';
+import type { LimiterOptions } from './limiter/options.js';
+import { overallCode, isQuotaDescriptor } from './limiter/overall-code.js';
+import { headerStatusIndex, rateLimitHeaders } from './limiter/response-headers.js';
+import type { Counter, StatsStore } from './stats/stats-store.js';
+
+export interface RateLimitServiceDeps {
+  readonly store: CounterStore;
+  readonly stats: StatsStore;
+  readonly clock: Clock;
+  readonly random: RandomSource;
+  readonly options: LimiterOptions;
+}
+
+export type RulesChangedListener = (rules: RuleSet) => void;
+
+/**
+ * Where a response came from, when it came from local state alone: every descriptor matched a
+ * rule and was answered from the local over-limit cache, so no store was asked. Such a decision
+ * depends only on the rule set, the clock second (duration_until_reset) and the remembered keys,
+ * so the same request decided again is certain to get the same response while `repeat()`
+ * succeeds. Callers that keep responses (of any kind) use it to skip deciding again; the service
+ * neither knows nor cares who keeps what.
+ */
+export interface LocalDecision {
+  /** The clock second the decision was made in (`Math.floor(ms / 1000)`). */
+  readonly second: number;
+  /**
+   * Decides the same request again from local state: true, with every statistic counted as the
+   * full decision counts it, when the response would be identical (same second, same rules, every
+   * key still remembered); false, having counted nothing, otherwise.
+   */
+  repeat(): boolean;
+}
+
+/** A response with its provenance when it was decided from local state alone. */
+export interface DecidedResponse extends RateLimitResponse {
+  localDecision?: LocalDecision | undefined;
+}
+
+/** What a LocalDecision needs of the service: read when repeated, so a rule swap is seen. */
+interface LocalState {
+  rules: RuleSet | undefined;
+  readonly cache: LocalOverLimitCache;
+  readonly clock: Clock;
+  readonly globalShadowMode: Counter;
+}
+
+class LocalDecisionRecord implements LocalDecision {
+  constructor(
+    private readonly state: LocalState,
+    private readonly rules: RuleSet,
+    readonly second: number,
+    private readonly keys: readonly string[],
+    private readonly matches: readonly LimitMatch[],
+    private readonly addends: readonly number[],
+    /** The global SHADOW_MODE turned an OVER_LIMIT into OK (counted once per decision). */
+    private readonly globalShadow: boolean,
+  ) {}
+
+  repeat(): boolean {
+    const state = this.state;
+    const nowMs = state.clock.now();
+    if (this.rules !== state.rules || this.second !== Math.floor(nowMs / 1000)) return false;
+    const cache = state.cache;
+    const keys = this.keys;
+    for (let i = 0; i < keys.length; i++) if (!cache.isFresh(keys[i]!, nowMs)) return false;
+    cache.countHits(keys.length);
+    for (let i = 0; i < keys.length; i++) {
+      const m = this.matches[i]!;
+      const addend = this.addends[i]!;
+      m.stats.totalHits.add(addend);
+      countLocalCacheAnswer(m.limit, m.stats, addend);
+    }
+    if (this.globalShadow) state.globalShadowMode.inc();
+    return true;
+  }
+}
+
+/** `{OK, remaining MAX_UINT32}` of an unlimited rule (shared, frozen). */
+const UNLIMITED_STATUS: DescriptorStatus = Object.freeze({ code: Code.OK, limitRemaining: MAX_UINT32 });
+
+const CALL = 'ratelimit.service.call.should_rate_limit.';
+
+export class RateLimitService {
+  private rules: RuleSet | undefined;
+  /** Shared with the LocalDecisions this service hands out (when the local cache is on). */
+  private readonly localState: LocalState | undefined;
+  private readonly listeners: RulesChangedListener[] = [];
+  private readonly store: CounterStore;
+  private readonly clock: Clock;
+  private readonly options: LimiterOptions;
+  private readonly limiter: FixedWindowLimiter;
+  /** The local over-limit cache, when LOCAL_CACHE_SIZE_IN_BYTES > 0 (exposed for gauge refresh). */
+  readonly localCache: LocalOverLimitCache | undefined;
+  private readonly counters: {
+    serviceError: Counter;
+    redisError: Counter;
+    configLoadSuccess: Counter;
+    configLoadError: Counter;
+    globalShadowMode: Counter;
+  };
+
+  constructor(deps: RateLimitServiceDeps) {
+    this.store = deps.store;
+    this.clock = deps.clock;
+    this.options = deps.options;
+    this.localCache =
+      deps.options.localCacheSizeInBytes > 0 ? new LocalOverLimitCache(deps.options.localCacheSizeInBytes, deps.clock, deps.stats) : undefined;
+    this.limiter = new FixedWindowLimiter(deps.options, deps.random, this.localCache);
+    this.counters = {
+      serviceError: deps.stats.counter(CALL + 'service_error'),
+      redisError: deps.stats.counter(CALL + 'redis_error'),
+      configLoadSuccess: deps.stats.counter('ratelimit.service.config_load_success'),
+      configLoadError: deps.stats.counter('ratelimit.service.config_load_error'),
+      globalShadowMode: deps.stats.counter('ratelimit.service.global_shadow_mode'),
+    };
+    this.localState =
+      this.localCache === undefined ? undefined : { rules: undefined, cache: this.localCache, clock: deps.clock, globalShadowMode: this.counters.globalShadowMode };
+  }
+
+  /** Swaps in a newly loaded rule set (requests in flight keep the one they started with). */
+  setRuleSet(rules: RuleSet): void {
+    this.rules = rules;
+    if (this.localState !== undefined) this.localState.rules = rules;
+    this.counters.configLoadSuccess.inc();
+    for (const l of this.listeners) l(rules);
+  }
+
+  /** Records a rejected load; the previous rules stay in force. */
+  recordConfigError(_err: unknown): void {
+    this.counters.configLoadError.inc();
+  }
+
+  currentRuleSet(): RuleSet | undefined {
+    return this.rules;
+  }
+
+  /** Called after each successful swap (health, logging). Returns an unsubscribe function. */
+  onRulesChanged(listener: RulesChangedListener): () => void {
+    this.listeners.push(listener);
+    return () => {
+      const i = this.listeners.indexOf(listener);
+      if (i >= 0) this.listeners.splice(i, 1);
+    };
+  }
+
+  async shouldRateLimit(req: RateLimitRequest): Promise<DecidedResponse> {
+    const rules = this.rules;
+    if (req.domain === '') throw this.serviceError('invalid_request', 'rate limit domain must not be empty');
+    if (req.descriptors.length === 0) throw this.serviceError('invalid_request', 'rate limit descriptor list must not be empty');
+    if (rules === undefined) throw this.serviceError('no_config', 'no rate limit configuration loaded');
+
+    const descriptors = req.descriptors;
+    const n = descriptors.length;
+    const matches = new Array<LimitMatch | undefined>(n);
+    const unlimited = new Array<boolean>(n).fill(false);
+    let replaced: Set<string> | undefined;
+    for (let i = 0; i < n; i++) {
+      const m = rules.getLimit(req.domain, descriptors[i]!);
+      if (m === undefined) continue;
+      const limit = m.limit;
+      if (limit.isOverride && limit.windowSeconds === 0) {
+        // Upstream crashes on a request-level limit with an unknown unit; we reject the request instead.
+        throw this.serviceError(
+          'invalid_request',
+          `descriptor ${i}: rate limit override has invalid unit ${limit.unit} (${unitName(limit.unit)}); expected 1..7`,
+        );
+      }
+      for (const name of limit.replaces) (replaced ??= new Set()).add(name);
+      if (limit.unlimited) unlimited[i] = true;
+      else matches[i] = m;
+    }
+    if (replaced !== undefined) {
+      for (let i = 0; i < n; i++) {
+        const name = matches[i]?.limit.name;
+        if (name !== undefined && name !== '' && replaced.has(name)) matches[i] = undefined;
+      }
+    }
+
+    const addends = descriptors.map((d) => hitsAddendFor(d, req.hitsAddend));
+    const nowSeconds = Math.floor(this.clock.now() / 1000);
+    const plan = this.limiter.plan(req.domain, (i) => descriptors[i]!.entries, matches, addends, nowSeconds);
+    let after: number[] = [];
+    if (plan.storeIndexes.length > 0) {
+      try {
+        let current: number[] | undefined;
+        if (this.limiter.stopIncrementWhenOverLimit && !plan.anyLocal) {
+          current = await this.store.get(plan.storeIndexes.map((i) => plan.keys[i]!));
+        }
+        after = await this.store.increment(this.limiter.incrementOps(plan, current));
+      } catch (err) {
+        this.counters.redisError.inc();
+        if (err instanceof StoreError) throw err;
+        throw new StoreError(err instanceof Error ? err.message : String(err), { cause: err });
+      }
+    }
+    const statuses = this.limiter.statuses(plan, after);
+    for (let i = 0; i < n; i++) if (unlimited[i]) statuses[i] = UNLIMITED_STATUS;
+
+    const opts = this.options;
+    let code = overallCode(statuses, matches, unlimited, opts.quotaMode);
+    const response: DecidedResponse = { overallCode: code, statuses, responseHeadersToAdd: [] };
+    if (opts.responseHeaders.enabled) {
+      const chosen = headerStatusIndex(statuses, (i) => isQuotaDescriptor(matches[i], opts.quotaMode));
+      if (chosen >= 0) response.responseHeadersToAdd = rateLimitHeaders(opts.responseHeaders, statuses[chosen]!);
+    }
+    let globalShadow = false;
+    if (opts.shadowMode && code === Code.OVER_LIMIT) {
+      code = Code.OK;
+      response.overallCode = code;
+      this.counters.globalShadowMode.inc();
+      globalShadow = true;
+    }
+    if (opts.responseDynamicMetadata) response.dynamicMetadata = buildDynamicMetadata(req, statuses, matches);
+    if (this.localState !== undefined && plan.storeIndexes.length === 0 && plan.local.every(Boolean)) {
+      // plan.local is true only for matched descriptors with a key, so `keys` and `matches` are dense.
+      response.localDecision = new LocalDecisionRecord(this.localState, rules, nowSeconds, plan.keys as readonly string[], matches as LimitMatch[], addends, globalShadow);
+    }
+    return response;
+  }
+
+  private serviceError(code: 'invalid_request' | 'no_config', message: string): RateLimitError {
+    this.counters.serviceError.inc();
+    return new RateLimitError(code, message);
+  }
+}

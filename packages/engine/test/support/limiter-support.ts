@@ -1,0 +1,73 @@
+// Shared by the limiter and service tests: a counter store that records the operations the
+// service sends (the observable output of the limiter) and passes them on to the real MemoryStore.
+import { FakeClock } from '@rls/testkit';
+import { DEFAULT_LIMITER_OPTIONS, MemoryStore, RateLimitService, StatsStore, loadRuleSet, type CounterOp, type CounterStore, type LimiterOptions } from '@rls/engine';
+
+export class RecordingStore implements CounterStore {
+  readonly kind = 'recording';
+  readonly increments: CounterOp[][] = [];
+  readonly gets: string[][] = [];
+  /** When set, the next call fails with it (and the flag clears). */
+  failNext: Error | undefined;
+  constructor(readonly inner: CounterStore) {}
+  increment(ops: readonly CounterOp[]): Promise<number[]> {
+    this.increments.push(ops.map((o) => ({ ...o })));
+    return this.failOr(() => this.inner.increment(ops));
+  }
+  get(keys: readonly string[]): Promise<number[]> {
+    this.gets.push([...keys]);
+    return this.failOr(() => this.inner.get(keys));
+  }
+  isConnected(): boolean {
+    return this.inner.isConnected();
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+  /** Sets a counter to an absolute value (INCRBY the difference). */
+  async preset(key: string, value: number, windowSeconds = 3600): Promise<void> {
+    const [current] = await this.inner.get([key]);
+    await this.inner.increment([{ key, addend: value - (current ?? 0), expireSeconds: windowSeconds, windowSeconds }]);
+  }
+  private failOr<T>(run: () => Promise<T>): Promise<T> {
+    const err = this.failNext;
+    this.failNext = undefined;
+    return err !== undefined ? Promise.reject(err) : run();
+  }
+}
+
+export interface Harness {
+  clock: FakeClock;
+  stats: StatsStore;
+  store: RecordingStore;
+  service: RateLimitService;
+}
+
+export function harness(yaml: string | undefined, options: Partial<LimiterOptions>, nowSeconds: number, randomValue = 0): Harness {
+  const clock = new FakeClock();
+  clock.setSeconds(nowSeconds);
+  const stats = new StatsStore();
+  const store = new RecordingStore(new MemoryStore({ clock }));
+  const service = new RateLimitService({
+    store,
+    stats,
+    clock,
+    random: { int: (max) => Math.min(randomValue, max - 1) },
+    options: { ...DEFAULT_LIMITER_OPTIONS, expirationJitterMaxSeconds: 0, ...options },
+  });
+  if (yaml !== undefined) service.setRuleSet(loadRuleSet([{ name: 'rules.yaml', content: yaml }], { mergeDomainConfig: false, stats }));
+  return { clock, stats, store, service };
+}
+
+/** Counter values of one stats key, in a fixed order for compact assertions. */
+export function ruleCounters(stats: StatsStore, key: string): Record<string, number> {
+  const p = `ratelimit.service.rate_limit.${key}.`;
+  return {
+    total: stats.counterValue(p + 'total_hits'),
+    over: stats.counterValue(p + 'over_limit'),
+    near: stats.counterValue(p + 'near_limit'),
+    within: stats.counterValue(p + 'within_limit'),
+    local: stats.counterValue(p + 'over_limit_with_local_cache'),
+    shadow: stats.counterValue(p + 'shadow_mode'),
+  };
+}

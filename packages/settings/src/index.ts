@@ -1,0 +1,3 @@
+export * from './schema.js';
+export * from './parse.js';
+export * from './settings-doc.js';

@@ -1,0 +1,127 @@
+import type { ServerResponse } from 'node:http';
+import type { FastifyReply } from 'fastify';
+import { isQuotesError, QuotesError } from '../errors.js';
+import type { CryptoResult } from '../service/quote-service.js';
+import { etagMatches } from './http-cache.js';
+import { errorResponse, pickLanguage } from './messages.js';
+
+/**
+ * A response of the API as a value: written to fastify's reply by `sendAnswer` or to node's
+ * response by `writeAnswer`, so every server object that answers a request writes the same
+ * status, header lines (in order) and body.
+ */
+export interface Answer {
+  status: number;
+  /** Header name, value pairs in order; lower-case names, each at most once. */
+  headers: string[];
+  /** Undefined for a response without a body (304). */
+  body: string | undefined;
+}
+
+const QUOTE_VARY = 'Authorization, Accept-Language';
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+let isoAt = NaN;
+let iso = '';
+
+/** The `/api/v2/crypto` body around the cached `coins` JSON; `took` in whole milliseconds. */
+function quoteBody(coinsJson: string, now: number, took: number): string {
+  if (now !== isoAt) {
+    isoAt = now;
+    iso = new Date(now).toISOString();
+  }
+  return `{"coins":${coinsJson},"requestedAt":"${iso}","took":${took}}`;
+}
+
+/**
+ * A JSON answer clients may cache privately (per token and language) and revalidate: 304 when
+ * If-None-Match names `etag`, else 200 with `body`. Appends to `headers` (the headers already
+ * decided, e.g. the limiters'), which the answer then owns.
+ */
+export function cacheableAnswer(body: string, etag: string, maxAgeSeconds: number, ifNoneMatch: string | undefined, headers: string[] = []): Answer {
+  headers.push('cache-control', `private, max-age=${maxAgeSeconds}`, 'etag', etag, 'vary', QUOTE_VARY);
+  if (etagMatches(ifNoneMatch, etag)) return { status: 304, headers, body: undefined };
+  headers.push('content-type', JSON_TYPE);
+  return { status: 200, headers, body };
+}
+
+/** The `/api/v2/crypto` answer for a quote (see cacheableAnswer); `took` in whole milliseconds. */
+export function quoteAnswer(result: CryptoResult, ifNoneMatch: string | undefined, now: number, took: number, headers: string[] = []): Answer {
+  return cacheableAnswer(quoteBody(result.coinsJson, now, took), result.etag, result.maxAgeSeconds, ifNoneMatch, headers);
+}
+
+/** Sets `name` in a header list as fastify's `reply.header` does: replaced in place when present. */
+function setHeader(headers: string[], name: string, value: string): void {
+  for (let i = 0; i < headers.length; i += 2) {
+    if (headers[i] === name) {
+      headers[i + 1] = value;
+      return;
+    }
+  }
+  headers.push(name, value);
+}
+
+function removeHeader(headers: string[], name: string): void {
+  for (let i = 0; i < headers.length; i += 2) {
+    if (headers[i] === name) {
+      headers.splice(i, 2);
+      return;
+    }
+  }
+}
+
+/** Where an unexpected failure is logged (pino's and fastify's loggers both fit). */
+export interface ErrorLog {
+  error(obj: object, msg: string): void;
+}
+
+/**
+ * The one place failures become brapi status codes and bodies (`{"error": true, "message": ...}`,
+ * in Portuguese when Accept-Language prefers it): typed errors by their code, other 4xx errors
+ * (the framework's, e.g. a malformed body) as BAD_REQUEST with their status, anything else as
+ * INTERNAL, logged. The error's headers are set over `headers` (the headers already decided).
+ */
+export function errorAnswer(err: unknown, acceptLanguage: string | undefined, log: ErrorLog, headers: string[] = []): Answer {
+  let failure: QuotesError;
+  let status: number | undefined;
+  if (isQuotesError(err)) failure = err;
+  else {
+    const code = (err as { statusCode?: unknown } | undefined)?.statusCode;
+    if (typeof code === 'number' && code >= 400 && code < 500) {
+      failure = new QuotesError('BAD_REQUEST');
+      status = code;
+    } else {
+      log.error({ err }, 'request failed');
+      failure = new QuotesError('INTERNAL');
+    }
+  }
+  const lang = pickLanguage(acceptLanguage);
+  const res = errorResponse(failure.code, failure.details, lang);
+  for (const k in res.headers) setHeader(headers, k, res.headers[k]!);
+  setHeader(headers, 'cache-control', 'no-store');
+  setHeader(headers, 'content-language', lang);
+  // fastify drops a Content-Type set before an error and adds the handler's last.
+  removeHeader(headers, 'content-type');
+  headers.push('content-type', JSON_TYPE);
+  return { status: status ?? res.status, headers, body: JSON.stringify(res.body) };
+}
+
+/** Writes an answer through fastify (which adds Content-Length, and drops the body of HEAD). */
+export function sendAnswer(reply: FastifyReply, answer: Answer): FastifyReply {
+  const h = answer.headers;
+  for (let i = 0; i < h.length; i += 2) reply.header(h[i]!, h[i + 1]);
+  return reply.code(answer.status).send(answer.body);
+}
+
+/**
+ * Writes an answer on node's response object, as fastify would write it for a GET: the header
+ * lines in order, then Content-Length for a body.
+ */
+export function writeAnswer(res: ServerResponse, answer: Answer): void {
+  const { headers, body } = answer;
+  if (body !== undefined) headers.push('content-length', String(Buffer.byteLength(body)));
+  // No Content-Length for 204 and 304 (RFC 9110 §8.6), as fastify.
+  else if (answer.status >= 200 && answer.status !== 204 && answer.status !== 304) headers.push('content-length', '0');
+  res.writeHead(answer.status, headers);
+  res.end(body);
+}

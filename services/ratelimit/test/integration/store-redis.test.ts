@@ -1,0 +1,94 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startRedis, type RedisServer } from '@rls/testkit';
+import { RedisStore, authCommand, parseRedisEndpoint } from '../../src/backends/redis-store.js';
+import { StoreError } from '@rls/engine';
+import { runCounterStoreContract } from '../support/store-contract.js';
+
+let redis: RedisServer;
+before(async () => {
+  redis = await startRedis({ unixSocket: true });
+});
+after(async () => {
+  await redis.stop();
+});
+
+const harness = (socketType: 'tcp' | 'unix') => async () => {
+  await redis.call('FLUSHALL');
+  const url = socketType === 'tcp' ? redis.url : redis.socketPath!;
+  const store = new RedisStore({ url, socketType, poolSize: 3, timeoutMs: 2_000 });
+  await store.waitUntilConnected(5_000);
+  return {
+    store,
+    cleanup: () => store.close(),
+    ttlSeconds: async (key: string) => (await redis.call('TTL', key)) as number,
+  };
+};
+
+runCounterStoreContract('redis over tcp', harness('tcp'));
+runCounterStoreContract('redis over a unix socket', harness('unix'));
+
+describe('RedisStore specifics', () => {
+  test('INCRBY and EXPIRE land in Redis with the given key, addend and TTL', async () => {
+    await redis.call('FLUSHALL');
+    const store = new RedisStore({ url: redis.url, socketType: 'tcp', poolSize: 1, timeoutMs: 2_000 });
+    try {
+      await store.increment([{ key: 'prefix:domain_key_value_1234', addend: 3, expireSeconds: 101, windowSeconds: 1 }]);
+      assert.equal(await redis.call('GET', 'prefix:domain_key_value_1234'), '3');
+      const pttl = (await redis.call('PTTL', 'prefix:domain_key_value_1234')) as number;
+      assert.ok(pttl > 99_000 && pttl <= 101_000, `pttl ${pttl}`);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('a Redis error reply (WRONGTYPE) rejects with StoreError carrying Redis text; the connection keeps working', async () => {
+    await redis.call('FLUSHALL');
+    await redis.call('LPUSH', 'list', 'x');
+    await redis.call('SET', 'text', 'abc');
+    const store = new RedisStore({ url: redis.url, socketType: 'tcp', poolSize: 1, timeoutMs: 2_000 });
+    try {
+      const err = await store.increment([{ key: 'ok', addend: 1, expireSeconds: 60, windowSeconds: 60 }, { key: 'list', addend: 1, expireSeconds: 60, windowSeconds: 60 }]).then(
+        () => assert.fail('should reject'),
+        (e: unknown) => e,
+      );
+      assert.ok(err instanceof StoreError);
+      assert.equal(err.code, 'store_unavailable');
+      assert.match(err.message, /WRONGTYPE/);
+      await assert.rejects(store.get(['text']), (e: unknown) => e instanceof StoreError && /abc/.test(e.message));
+      // Replies stay aligned after errors.
+      assert.deepEqual(await store.increment([{ key: 'ok', addend: 1, expireSeconds: 60, windowSeconds: 60 }]), [2]);
+      assert.deepEqual(await store.get(['ok', 'none']), [2, 0]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('calls are spread over the pool', async () => {
+    const store = new RedisStore({ url: redis.url, socketType: 'tcp', poolSize: 4, timeoutMs: 2_000 });
+    try {
+      await store.waitUntilConnected(5_000);
+      for (let i = 0; i < 8; i++) {
+        await store.increment([{ key: 'spread', addend: 1, expireSeconds: 60, windowSeconds: 60 }]);
+      }
+      const clients = String(await redis.call('CLIENT', 'LIST'))
+        .split('\n')
+        .filter((l) => / cmd=(incrby|expire) /.test(l));
+      assert.equal(clients.length, 4, 'every pooled connection carried INCRBY/EXPIRE traffic');
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('url and auth parsing', () => {
+    assert.deepEqual(parseRedisEndpoint('localhost:6379', 'tcp'), { kind: 'tcp', host: 'localhost', port: 6379 });
+    assert.deepEqual(parseRedisEndpoint('[::1]:7000', 'tcp'), { kind: 'tcp', host: '::1', port: 7000 });
+    assert.deepEqual(parseRedisEndpoint('/var/run/redis.sock', 'unix'), { kind: 'unix', path: '/var/run/redis.sock' });
+    assert.throws(() => parseRedisEndpoint('localhost', 'tcp'), StoreError);
+    assert.throws(() => parseRedisEndpoint('host:0', 'tcp'), StoreError);
+    assert.deepEqual(authCommand('secret'), ['AUTH', 'secret']);
+    assert.deepEqual(authCommand('user:pa:ss'), ['AUTH', 'user', 'pa:ss']);
+    assert.equal(authCommand(''), undefined);
+    assert.equal(authCommand(undefined), undefined);
+  });
+});
