@@ -1,0 +1,74 @@
+// deploy/compose.yaml, statically: every build file and bind-mounted file exists, the two quotes
+// replicas share one database and the ratelimit service, Prometheus scrapes the port ratelimit
+// serves its metrics on, and the services carry healthchecks. scripts/image-smoke.sh brings the
+// stack up for real (it needs podman and root, so it runs from .ci/run, not from this suite).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { parse } from 'yaml';
+
+const repo = new URL('../../../../', import.meta.url).pathname;
+const composeFile = join(repo, 'deploy/compose.yaml');
+const composeDir = dirname(composeFile);
+
+interface ComposeService {
+  image?: string;
+  build?: { context: string; dockerfile: string; args?: Record<string, string> };
+  environment?: Record<string, string>;
+  volumes?: string[];
+  healthcheck?: { test: string[] };
+  read_only?: boolean;
+}
+
+function load(): Record<string, ComposeService> {
+  // `merge: true` resolves the `<<: *quotes` keys the way compose implementations do.
+  const doc = parse(readFileSync(composeFile, 'utf8'), { merge: true }) as { services: Record<string, ComposeService>; volumes?: Record<string, unknown> };
+  return doc.services;
+}
+
+test('compose: build files and bind-mounted files exist; named volumes are declared', () => {
+  const services = load();
+  const declared = Object.keys((parse(readFileSync(composeFile, 'utf8'), { merge: true }) as { volumes?: Record<string, unknown> }).volumes ?? {});
+  for (const [name, s] of Object.entries(services)) {
+    if (s.build) {
+      const context = resolve(composeDir, s.build.context);
+      assert.ok(existsSync(join(context, s.build.dockerfile)), `${name}: ${s.build.dockerfile} in ${context}`);
+    }
+    for (const v of s.volumes ?? []) {
+      const source = v.split(':')[0]!;
+      if (source.startsWith('.') || source.startsWith('/')) assert.ok(existsSync(resolve(composeDir, source)), `${name}: ${source}`);
+      else assert.ok(declared.includes(source), `${name}: named volume ${source} declared`);
+    }
+  }
+});
+
+test('compose: two quotes replicas share PostgreSQL and ask ratelimit, which runs on Redis', () => {
+  const services = load();
+  const replicas = Object.entries(services).filter(([, s]) => s.image?.startsWith('localhost/rls-quotes') === true);
+  assert.equal(replicas.length, 2);
+  const urls = new Set(replicas.map(([, s]) => s.environment?.DATABASE_URL));
+  assert.equal(urls.size, 1, 'one database');
+  assert.match([...urls][0] ?? '', /^postgres:\/\/quotes:.*@postgres:5432\/quotes$/);
+  for (const [name, s] of replicas) assert.equal(s.environment?.RATELIMIT_GRPC_ADDR, 'ratelimit:8081', name);
+  const rl = services.ratelimit?.environment ?? {};
+  assert.equal(rl.BACKEND_TYPE, 'redis');
+  assert.equal(rl.KVSTORE_URL, 'redis:6379');
+  assert.equal(rl.RUNTIME_WATCH_ROOT, 'false');
+  assert.ok(services.redis && services.postgres);
+});
+
+test('compose: Prometheus scrapes the ratelimit metrics port; long-running services have healthchecks', () => {
+  const services = load();
+  const promVolume = services.prometheus?.volumes?.find((v) => v.includes('prometheus.yml'));
+  assert.ok(promVolume);
+  const prom = parse(readFileSync(resolve(composeDir, promVolume.split(':')[0]!), 'utf8')) as { scrape_configs: Array<{ job_name: string; static_configs: Array<{ targets: string[] }> }> };
+  const job = prom.scrape_configs.find((j) => j.job_name === 'ratelimit');
+  const port = (services.ratelimit?.environment?.PULL_METRICS_ADDR ?? '').replace(/^.*:/, '');
+  assert.deepEqual(job?.static_configs[0]?.targets, [`ratelimit:${port}`]);
+  assert.equal(services.ratelimit?.environment?.USE_PULL_METRICS, 'true');
+  for (const name of ['redis', 'ratelimit', 'postgres', 'quotes-1', 'quotes-2']) {
+    assert.equal(services[name]?.healthcheck?.test[0], 'CMD', `${name}: exec-form healthcheck`);
+    assert.equal(services[name]?.read_only, true, `${name}: read-only root`);
+  }
+});
