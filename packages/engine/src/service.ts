@@ -1,7 +1,8 @@
 // ShouldRateLimit end to end (docs/architecture.md, "A ShouldRateLimit call"): match descriptors against the current rule set,
 // one counter-store round trip for the whole request, then statuses, overall code, headers,
 // shadow mode and dynamic metadata. Transports call `shouldRateLimit` and map errors by code.
-import type { CounterStore } from './store/counter-store.js';
+import type { CounterStore, OpResult } from './store/counter-store.js';
+import { unsupportedAlgorithmError } from './store/algorithm-support.js';
 import type { Clock, RandomSource } from './clock.js';
 import type { RuleSet } from './config/rule-set.js';
 import type { LimitMatch } from './config/rule-tree.js';
@@ -133,8 +134,14 @@ export class RateLimitService {
       this.localCache === undefined ? undefined : { rules: undefined, cache: this.localCache, clock: deps.clock, globalShadowMode: this.counters.globalShadowMode };
   }
 
-  /** Swaps in a newly loaded rule set (requests in flight keep the one they started with). */
+  /**
+   * Swaps in a newly loaded rule set (requests in flight keep the one they started with). Throws
+   * ConfigError, changing nothing, when a rule uses an algorithm the store cannot run (rule
+   * providers record that like any other load error).
+   */
   setRuleSet(rules: RuleSet): void {
+    const refused = unsupportedAlgorithmError(rules, this.store);
+    if (refused !== undefined) throw refused;
     this.rules = rules;
     if (this.localState !== undefined) this.localState.rules = rules;
     this.counters.configLoadSuccess.inc();
@@ -193,23 +200,32 @@ export class RateLimitService {
     }
 
     const addends = descriptors.map((d) => hitsAddendFor(d, req.hitsAddend));
-    const nowSeconds = Math.floor(this.clock.now() / 1000);
-    const plan = this.limiter.plan(req.domain, (i) => descriptors[i]!.entries, matches, addends, nowSeconds);
+    const nowMs = this.clock.now();
+    const nowSeconds = Math.floor(nowMs / 1000);
+    const plan = this.limiter.plan(req.domain, (i) => descriptors[i]!.entries, matches, addends, nowMs);
     let after: number[] = [];
+    let results: OpResult[] | undefined;
     if (plan.storeIndexes.length > 0) {
       try {
         let current: number[] | undefined;
         if (this.limiter.stopIncrementWhenOverLimit && !plan.anyLocal) {
-          current = await this.store.get(plan.storeIndexes.map((i) => plan.keys[i]!));
+          current = await this.store.get(this.limiter.readKeys(plan));
         }
-        after = await this.store.increment(this.limiter.incrementOps(plan, current));
+        const ops = this.limiter.incrementOps(plan, current);
+        if (plan.needsExecute) {
+          // setRuleSet refused rules this store cannot run, so `execute` is present here.
+          if (this.store.execute === undefined) throw new StoreError(`the ${this.store.kind} store cannot run sliding_window or token_bucket`);
+          results = await this.store.execute(ops);
+        } else {
+          after = await this.store.increment(ops);
+        }
       } catch (err) {
         this.counters.redisError.inc();
         if (err instanceof StoreError) throw err;
         throw new StoreError(err instanceof Error ? err.message : String(err), { cause: err });
       }
     }
-    const statuses = this.limiter.statuses(plan, after);
+    const statuses = this.limiter.statuses(plan, after, results);
     for (let i = 0; i < n; i++) if (unlimited[i]) statuses[i] = UNLIMITED_STATUS;
 
     const opts = this.options;

@@ -57,6 +57,10 @@ export interface RateLimitPolicyMsg {
   unlimited: boolean;
   name: string;
   replaces: { name: string }[];
+  /** Extension (field 1000): the algorithm as sent; '' when unset (fixed_window). */
+  algorithm?: string | undefined;
+  /** Extension (field 1001): token_bucket size; undefined when unset (0 on the wire). */
+  burst?: number | undefined;
 }
 
 export interface RateLimitConfigDescriptorMsg {
@@ -318,6 +322,8 @@ interface PbPolicy {
   unlimited?: boolean;
   name?: string;
   replaces?: { name?: string }[];
+  algorithm?: string;
+  burst?: number;
 }
 interface PbDescriptor {
   key?: string;
@@ -348,6 +354,8 @@ function descriptorToPb(d: RateLimitConfigDescriptorMsg, unitEnum: protobuf.Enum
     const rl = d.rateLimit;
     const unit = unitEnum.values[rl.unit] ?? (/^\d+$/.test(rl.unit) ? Number(rl.unit) : 0);
     pb.rate_limit = { unit, requests_per_unit: rl.requestsPerUnit, unlimited: rl.unlimited, name: rl.name, replaces: rl.replaces.map((r) => ({ name: r.name })) };
+    if (rl.algorithm !== undefined && rl.algorithm !== '') pb.rate_limit.algorithm = rl.algorithm;
+    if (rl.burst !== undefined && rl.burst !== 0) pb.rate_limit.burst = rl.burst;
   }
   if (d.metadata !== undefined) pb.metadata = toPbStruct(d.metadata);
   return pb;
@@ -372,6 +380,8 @@ function descriptorFromPb(pb: PbDescriptor, unitEnum: protobuf.Enum): RateLimitC
       name: rl.name ?? '',
       replaces: (rl.replaces ?? []).map((r) => ({ name: r.name ?? '' })),
     };
+    if (rl.algorithm !== undefined && rl.algorithm !== '') out.rateLimit.algorithm = rl.algorithm;
+    if (rl.burst !== undefined && rl.burst !== 0) out.rateLimit.burst = rl.burst;
   }
   if (pb.metadata !== undefined && pb.metadata !== null) out.metadata = fromPbStruct(pb.metadata);
   return out;

@@ -27,6 +27,9 @@ import type { LoadedSettings, Settings } from './settings.js';
 import type { WorkerRole } from './cluster/worker-role.js';
 import { SnapshotRuleProvider } from './provider/snapshot-provider.js';
 import { startStatsSinks, type StatsSinks, type StatsSinksOptions } from './stats/stats-sinks.js';
+import { OperatorMonitor, type OperatorContext } from './operator/operator-monitor.js';
+import { OperatorRoutes } from './operator/operator-routes.js';
+import { sourcesOfSnapshot, specsOfFiles } from './operator/rules-view.js';
 import type { Tracing } from './tracing/tracing.js';
 
 export interface AppDeps {
@@ -47,6 +50,8 @@ export interface AppDeps {
   rulesFromPrimary?: boolean;
   /** Worker mode: the service-wide statistics the debug server's /stats shows (the primary's totals). */
   statsTotals?: () => Promise<StatsStore>;
+  /** Worker mode: this worker's id and the number of workers (the operator page shows them). */
+  worker?: { id: number; count: number };
 }
 
 export interface RateLimitApp {
@@ -59,6 +64,8 @@ export interface RateLimitApp {
   readonly grpc: GrpcServer;
   readonly http: HttpServer;
   readonly debug: DebugServer;
+  /** What the operator page shows (undefined with OPERATOR_PAGE=off). */
+  readonly operator: OperatorMonitor | undefined;
   /** The FILE rule provider (reads, watches and reloads the rule directory). */
   readonly fileProvider: FileRuleProvider;
   /** Directory the rule files are read from. */
@@ -123,14 +130,22 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
   trackStoreHealth(health, HEALTH_STORE, store, settings.kvstoreHealthCheckActiveConnection);
 
   const tracing = deps.tracing;
-  const serviceStore = tracing !== undefined ? tracing.traceStore(store) : store;
+  const requestLimits = requestLimitsFrom(settings);
+  const operator =
+    settings.operatorPage === 'off'
+      ? undefined
+      : new OperatorMonitor({ clock, random, stats, topSize: settings.operatorTopSize, sampleEvery: settings.operatorSampleEvery, chartRules: settings.operatorChartRules, requestLimits });
+  const tracedStore = tracing !== undefined ? tracing.traceStore(store) : store;
+  const serviceStore = operator !== undefined ? operator.timeStore(tracedStore) : tracedStore;
   const service = new RateLimitService({ store: serviceStore, stats, clock, random, options: limiterOptionsFrom(settings) });
   service.onRulesChanged((rules: RuleSet) => {
     if (settings.healthyWithAtLeastOneConfigLoaded) health.set(HEALTH_CONFIG, rules.domainCount > 0);
   });
 
   const serviceCall = service.shouldRateLimit.bind(service);
-  const shouldRateLimit = tracing !== undefined ? tracing.traceShouldRateLimit(serviceCall) : serviceCall;
+  const tracedCall = tracing !== undefined ? tracing.traceShouldRateLimit(serviceCall) : serviceCall;
+  // The operator page's top list sees every decided answer (a wrapper; the engine does not know it).
+  const shouldRateLimit = operator !== undefined ? operator.wrapDecision(tracedCall) : tracedCall;
   const healthSource = { isHealthy: () => health.isHealthy(), onChange: (cb: () => void) => health.onChange(() => cb()) };
   const callStats = new Map<string, { total: ReturnType<StatsStore['counter']>; time: ReturnType<StatsStore['timer']> }>();
   const onCall = (method: string, ms: number): void => {
@@ -143,7 +158,7 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
     h.time.record(Math.round(ms));
   };
   const grpcTls = serverTlsOptions(settings);
-  const requestLimits = requestLimitsFrom(settings);
+  const memo = service.localCache !== undefined && tracing === undefined ? new LocalAnswerMemo() : undefined;
   const grpc = createGrpcServer({
     shouldRateLimit,
     health: healthSource,
@@ -157,7 +172,8 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
     random,
     // Repeats of requests answered from the local over-limit cache skip decoding and encoding
     // (not with tracing: every call must get its span).
-    wrapShouldRateLimit: service.localCache !== undefined && tracing === undefined ? new LocalAnswerMemo().wrap : undefined,
+    // The operator page observes the memo's answers outside it (the others it saw as decisions).
+    wrapShouldRateLimit: memo === undefined ? undefined : operator === undefined ? memo.wrap : (next) => operator.wrapMemo(memo.wrap(next)),
   });
   const certReloader =
     grpcTls === undefined
@@ -174,7 +190,16 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
       ? undefined
       : createXdsRuleProvider({
           ...xdsConnectionOptions(settings),
-          sink: service,
+          sink:
+            operator === undefined
+              ? service
+              : {
+                  setRuleSet: (rules: RuleSet) => service.setRuleSet(rules),
+                  recordConfigError: (err: unknown) => {
+                    service.recordConfigError(err);
+                    operator.rules.failed('xds', err, clock.now());
+                  },
+                },
           stats,
           logger: logger.child({ component: 'xds' }),
           scheduler: deps.xdsScheduler,
@@ -196,12 +221,38 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
     logger: logger.child({ component: 'debug' }),
     timeouts: httpTimeoutsFrom(settings),
     maxConnections: settings.debugMaxConnections,
+    operator: operator === undefined ? undefined : new OperatorRoutes({ mode: settings.operatorPage === 'on' ? 'on' : 'loopback', monitor: operator, context: operatorContext() }),
   });
+  function operatorContext(): OperatorContext {
+    return {
+      store: () => ({ kind: store.kind, connected: store.isConnected() }),
+      health: () => health.snapshot(),
+      localCache: () => {
+        const cache = service.localCache;
+        if (cache === undefined) return undefined;
+        cache.refreshGauges();
+        return {
+          entries: cache.size,
+          budgetBytes: settings.localCacheSizeInBytes,
+          hits: stats.gauge('ratelimit.localcache.hitCount').value(),
+          misses: stats.gauge('ratelimit.localcache.missCount').value(),
+        };
+      },
+      workers: () => (deps.worker === undefined ? { mode: 'single', count: 1 } : { mode: 'worker', id: deps.worker.id, count: deps.worker.count }),
+    };
+  }
   const fileProvider = new FileRuleProvider(
     fileProviderOptions(settings),
     { sink: service, stats, logger: logger.child({ component: 'rules' }) },
   );
   const rulesDirectory = fileProvider.directory;
+  if (operator !== undefined) {
+    fileProvider.onLoad((o) => {
+      if (o.ok) operator.rules.loaded({ kind: 'file', directory: rulesDirectory, specs: specsOfFiles(o.sources), files: o.sources.length }, clock.now());
+      else operator.rules.failed('file', o.error, clock.now(), o.file);
+    });
+    xds?.onSnapshot((snapshot) => operator.rules.loaded(sourcesOfSnapshot(snapshot), clock.now()));
+  }
   const loadRules = (): Error | undefined => {
     const outcome = fileProvider.load();
     return outcome.ok ? undefined : outcome.error;
@@ -211,6 +262,7 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
   let gaugeTimer: NodeJS.Timeout | undefined;
   const start = async (): Promise<{ grpc: AddressInfo; http: AddressInfo; debug: AddressInfo }> => {
     if (xds === undefined && deps.rulesFromPrimary !== true) fileProvider.start();
+    operator?.start();
     if (deps.statsSinks !== undefined) {
       sinks = await startStatsSinks(deps.statsSinks, { store: stats, logger });
       if (sinks.metricsAddress !== undefined) logger.info({ address: `${sinks.metricsAddress.address}:${sinks.metricsAddress.port}` }, 'metrics server listening');
@@ -254,6 +306,7 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
     logger.info({ graceMs }, 'listeners stop accepting; waiting for in-flight requests');
     await Promise.all([grpc.close(graceMs), http.close(graceMs), debug.close()]);
     await store.close();
+    operator?.stop();
     if (gaugeTimer !== undefined) clearInterval(gaugeTimer);
     service.localCache?.refreshGauges();
     await sinks?.stop();
@@ -261,7 +314,7 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
   };
   const stop = (): Promise<void> => (stopping ??= drainAndClose());
 
-  return { settings, logger, stats, health, store, service, grpc, http, debug, fileProvider, rulesDirectory, xds, certReloader, loadRules, sinks: () => sinks, start, stop };
+  return { settings, logger, stats, health, store, service, grpc, http, debug, operator, fileProvider, rulesDirectory, xds, certReloader, loadRules, sinks: () => sinks, start, stop };
 }
 
 /** GRPC_SERVER_USE_TLS and mutual TLS as server options; the files were checked by loadSettings. */
@@ -288,6 +341,8 @@ export interface ComposeOptions {
   logger: Logger;
   /** Worker mode: this process is one of WORKERS; the primary owns the rule source and the stats sinks. */
   workerRole?: WorkerRole | undefined;
+  /** Worker mode: how many workers the primary runs (shown on the operator page). */
+  workerCount?: number | undefined;
 }
 
 /** The app with the choice of where its first rules come from. */
@@ -325,14 +380,21 @@ export async function composeRateLimitApp(loaded: LoadedSettings, opts: ComposeO
   }
   const app = buildRateLimitApp(settings, {
     logger,
-    ...(workerRole !== undefined ? { stats: workerRole.stats, rulesFromPrimary: true, statsTotals: () => workerRole.statsTotals() } : { statsSinks: loaded.stats }),
+    ...(workerRole !== undefined
+      ? { stats: workerRole.stats, rulesFromPrimary: true, statsTotals: () => workerRole.statsTotals(), worker: { id: workerRole.id, count: opts.workerCount ?? 1 } }
+      : { statsSinks: loaded.stats }),
     ...(tracing !== undefined ? { tracing } : {}),
   });
   if (workerRole !== undefined) {
     // The primary loaded and validated the rules; this worker compiles each snapshot it sends, the
     // current one before listening (also when it replaces a worker that died).
     const snapshots = new SnapshotRuleProvider({ sink: app.service, stats: app.stats, mergeDomainConfig: settings.mergeDomainConfig, logger: logger.child({ component: 'rules' }) });
-    workerRole.onRules((snapshot) => snapshots.apply(snapshot));
+    workerRole.onRules((snapshot) => {
+      snapshots.apply(snapshot);
+      // The primary sends good loads as snapshots and rejected ones as messages (below).
+      if (snapshot !== undefined && snapshots.version === snapshot.version) app.operator?.rules.loaded(sourcesOfSnapshot(snapshot), Date.now(), 'primary');
+    });
+    workerRole.onRulesError((f) => app.operator?.rules.failed(`primary ${f.source}`, f.error, f.at, f.file));
     return { app, firstRules: () => workerRole.firstRules, abandonFirstRules: () => undefined };
   }
   const xds = app.xds;

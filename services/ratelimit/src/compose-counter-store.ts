@@ -3,13 +3,13 @@
 // settings describe (single, sentinel or cluster, with TLS and auth, and the per-second split when
 // KVSTORE_PERSECOND is on) — and what waiting for it at start-up means. The stores themselves
 // receive plain options and know nothing of settings.
-import { MemoryStore, type Clock, type CounterStore, type RandomSource, type StatsStore } from '@rls/engine';
+import { MEMORY_STORE_ALGORITHMS, MemoryStore, type AlgorithmSupport, type Clock, type CounterStore, type RandomSource, type StatsStore } from '@rls/engine';
 import { ClusterStore } from './backends/cluster-store.js';
 import type { StoreLogger } from './backends/connection-pool.js';
 import type { KvstoreSettings, KvstoreType, PoolOnEmptyBehavior } from './backends/kvstore-settings.js';
 import { mcstoreTlsOptions } from './backends/memcached-settings.js';
-import { MemcachedStore } from './backends/memcached-store.js';
-import { RedisStore, maskUrl, type RedisStoreOptions } from './backends/redis-store.js';
+import { MEMCACHED_ALGORITHMS, MemcachedStore } from './backends/memcached-store.js';
+import { REDIS_ALGORITHMS, RedisStore, maskUrl, type RedisStoreOptions } from './backends/redis-store.js';
 import { redisTlsOptions } from './backends/redis-tls.js';
 import { SentinelStore } from './backends/sentinel-store.js';
 import { PerSecondSplitStore } from './backends/split-store.js';
@@ -35,6 +35,16 @@ export interface ComposeStoreDeps {
   readonly stats: StatsStore;
   readonly logger: Logger;
 }
+
+/**
+ * What each BACKEND_TYPE's store runs, as the stores declare it (CounterStore.algorithms), known
+ * without connecting: the worker-mode primary and ratelimit-config-check refuse rules with it.
+ */
+export const BACKEND_ALGORITHMS: Readonly<Record<Settings['backendType'], AlgorithmSupport>> = {
+  redis: { kind: 'redis', algorithms: REDIS_ALGORITHMS },
+  mcstore: { kind: 'memcached', algorithms: MEMCACHED_ALGORITHMS },
+  memory: { kind: 'memory', algorithms: MEMORY_STORE_ALGORITHMS },
+};
 
 export function composeCounterStore(s: Settings, deps: ComposeStoreDeps): ComposedStore {
   const { clock, random, stats, logger } = deps;

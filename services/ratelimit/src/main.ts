@@ -34,7 +34,7 @@ export async function run(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   }
   const workerRole = cluster.isWorker ? startWorkerRole(logger) : undefined;
 
-  const { app, firstRules, abandonFirstRules } = await composeRateLimitApp(loaded, { logger, workerRole });
+  const { app, firstRules, abandonFirstRules } = await composeRateLimitApp(loaded, { logger, workerRole, workerCount: plan.count });
   // Nothing listens yet, so a signal now (the primary stopping, an operator) has nothing to drain.
   const early = (): void => {
     abandonFirstRules();

@@ -14,6 +14,7 @@ import { LIMIT_SETTING_DEFS } from './server/limits-settings.js';
 import { checkKvstoreSettings, KVSTORE_SETTING_DEFS } from './backends/kvstore-settings.js';
 import { checkMcstoreSettings, MCSTORE_SETTING_DEFS } from './backends/memcached-settings.js';
 import { WORKER_SETTING_DEFS } from './cluster/worker-settings.js';
+import { OPERATOR_SETTING_DEFS } from './operator/operator-settings.js';
 import type { StatsSinksOptions } from './stats/stats-sinks.js';
 
 const str = (raw: string): string => raw;
@@ -76,6 +77,7 @@ export const SETTING_DEFS = {
   }),
   debugHost: def({ name: 'DEBUG_HOST', default: '0.0.0.0', meaning: 'Bind host of the debug server (/rlconfig, /stats, /debug/pprof/). All interfaces, as upstream; the quick start binds it to 127.0.0.1 (profiles and heap snapshots expose process memory).', parse: str }),
   debugPort: def({ name: 'DEBUG_PORT', default: '6070', meaning: 'Port of the debug server.', parse: port }),
+  ...OPERATOR_SETTING_DEFS,
   shutdownDrainDelayMs: def({
     name: 'SHUTDOWN_DRAIN_DELAY',
     default: '0s',

@@ -15,6 +15,13 @@ export interface RateLimitSpec {
   readonly unlimited: boolean;
   readonly name: string;
   readonly replaces: readonly ReplacesSpec[];
+  /** Extension: `algorithm` as written ('' when absent = fixed_window); validated by the rule builder. */
+  readonly algorithm: string;
+  /**
+   * Extension: `burst` as written: a number for an integer scalar (any sign and size), the text of
+   * any other scalar (reported by the rule builder), undefined when absent.
+   */
+  readonly burst: number | string | undefined;
 }
 
 export interface DescriptorSpec {
@@ -56,6 +63,9 @@ const ALLOWED_KEYS = new Set([
   'value_to_metric',
   'share_threshold',
   'metadata',
+  // Our extension inside rate_limit (upstream's checker rejects both keys): docs/ratelimit.md, "Algorithms (extension)".
+  'algorithm',
+  'burst',
 ]);
 
 const MAX_UINT32 = 4294967295n;
@@ -83,6 +93,8 @@ function checkMap(m: YMap): void {
     if (!ALLOWED_KEYS.has(key.text)) throw new RuleFileError(`config error, unknown key '${key.text}' (line ${key.line})`);
     // Metadata is free-form: it is only converted, never checked against the allow-list.
     if (key.text === 'metadata') continue;
+    // A non-integer burst is reported by the rule builder, naming the descriptor.
+    if (key.text === 'burst' && value.kind === 'scalar') continue;
     checkValue(value);
   }
 }
@@ -148,6 +160,14 @@ function uint32Field(raw: YNode | undefined, name: string): number {
   throw unmarshalError(n, 'uint32', ` (${name} must be an integer from 0 to 4294967295)`);
 }
 
+function burstField(raw: YNode | undefined): number | string | undefined {
+  const n = present(raw);
+  if (n === undefined) return undefined;
+  if (n.kind !== 'scalar') throw unmarshalError(n, 'uint32', ' (burst must be an integer from 1 to 4294967295)');
+  if (n.type === 'int' && typeof n.value === 'bigint') return Number(n.value);
+  return n.text;
+}
+
 function descriptorList(raw: YNode | undefined): DescriptorSpec[] {
   const n = present(raw);
   if (n === undefined) return [];
@@ -167,7 +187,13 @@ function descriptor(m: YMap): DescriptorSpec {
       unlimited: boolField(field(rl, 'unlimited')),
       name: stringField(field(rl, 'name')),
       replaces: replacesList(field(rl, 'replaces')),
+      algorithm: stringField(field(rl, 'algorithm')),
+      burst: burstField(field(rl, 'burst')),
     };
+  }
+  for (const ext of ['algorithm', 'burst']) {
+    const misplaced = field(m, ext);
+    if (misplaced !== undefined) throw new RuleFileError(`config error, '${ext}' belongs inside rate_limit (line ${misplaced.line})`);
   }
   return {
     key: stringField(field(m, 'key')),

@@ -3,10 +3,11 @@
 import type { JsonValue, RequestDescriptor } from '../domain.js';
 import { ConfigError } from '../errors.js';
 import { unitDivider } from '../limiter/window.js';
+import type { Algorithm } from '../store/counter-store.js';
 import { StatsStore, type Counter } from '../stats/stats-store.js';
 import { decodeRuleDocument, RuleFileError, type DescriptorSpec, type DomainSpec } from './rule-file.js';
 import { RuleStatsCache, type RuleStats } from './rule-stats.js';
-import { DomainNode, NO_REPLACES, RateLimitRule, RuleNode, type Limit, type LimitMatch } from './rule-tree.js';
+import { DomainNode, emissionMicros, NO_REPLACES, RateLimitRule, RuleNode, type Limit, type LimitMatch } from './rule-tree.js';
 import { parseUnitName, unitName } from './units.js';
 import { compileWildcard, hasWildcard } from './wildcard.js';
 import { parseYamlDocuments, YamlSyntaxError } from './yaml-document.js';
@@ -33,6 +34,10 @@ export interface RuleSummary {
   readonly shadowMode: boolean;
   readonly quotaMode: boolean;
   readonly replaces: readonly string[];
+  /** Extension: the counting algorithm (fixed_window for nodes without a limit). */
+  readonly algorithm: Algorithm;
+  /** token_bucket: the bucket size; 0 otherwise. */
+  readonly burst: number;
 }
 
 export interface DomainSummary {
@@ -50,11 +55,24 @@ export class RuleSet {
   /** `group`: the rule path (or domain) a per-value key belongs to, for the series cap (rule-stats.ts). */
   private readonly statsFor = (key: string, group?: string): RuleStats => (this.statsCache ??= new RuleStatsCache(this.stats)).get(key, group);
 
+  /** Algorithms other than fixed_window that some rule uses (filled by the builder). */
+  private readonly usedAlgorithms = new Map<Algorithm, string>();
+
   /** @internal use loadRuleSet */
   constructor(
     private readonly domainMap: ReadonlyMap<string, DomainNode>,
     private readonly stats: StatsStore,
   ) {}
+
+  /** @internal the builder records each non-fixed algorithm with the first rule (`<source>: descriptor '<path>'`) using it */
+  noteAlgorithm(algorithm: Algorithm, where: string): void {
+    if (!this.usedAlgorithms.has(algorithm)) this.usedAlgorithms.set(algorithm, where);
+  }
+
+  /** Algorithms other than fixed_window some rule uses, each with the first rule that uses it. */
+  get algorithms(): ReadonlyMap<Algorithm, string> {
+    return this.usedAlgorithms;
+  }
 
   /** @internal the builder needs the cached stats factory for the rules it creates */
   get statsFactory(): (key: string, group?: string) => RuleStats {
@@ -80,7 +98,7 @@ export class RuleSet {
       this.domainNotFound(domain).inc();
       return undefined;
     }
-    if (descriptor.limit !== undefined) return this.overrideMatch(root, descriptor);
+    if (descriptor.limit !== undefined) return this.overrideMatch(root, descriptor, root.algorithmic ? this.ruleOf(root, descriptor.entries) : undefined);
 
     const entries = descriptor.entries;
     const n = entries.length;
@@ -163,8 +181,43 @@ export class RuleSet {
     return rule.matchWith(key, patterns);
   }
 
-  private overrideMatch(root: DomainNode, descriptor: RequestDescriptor): LimitMatch {
+  /** The rule a descriptor matches when it carries no override (no stats, no sharing): for an override's algorithm. */
+  private ruleOf(root: DomainNode, entries: RequestDescriptor['entries']): RateLimitRule | undefined {
+    let level: RuleNode = root;
+    const n = entries.length;
+    for (let i = 0; i < n; i++) {
+      const e = entries[i]!;
+      const kv = e.key + '_' + e.value;
+      let node = level.children.get(kv);
+      if (node === undefined) {
+        for (const w of level.wildcards) {
+          if (w.matcher!(kv)) {
+            node = w;
+            break;
+          }
+        }
+        node ??= level.children.get(e.key);
+      }
+      if (node === undefined) return undefined;
+      if (i === n - 1) return node.limit;
+      if (!node.hasChildren) return undefined;
+      level = node;
+    }
+    return undefined;
+  }
+
+  /**
+   * A request override (`limit` in the descriptor). It counts with the algorithm of the rule the
+   * descriptor matches without it (fixed_window when none matches, as upstream); a token bucket's
+   * burst is then the override's requests_per_unit. An override of 0 requests always counts in a
+   * fixed window (there is no rate to refill a bucket at).
+   */
+  private overrideMatch(root: DomainNode, descriptor: RequestDescriptor, rule: RateLimitRule | undefined): LimitMatch {
     const o = descriptor.limit!;
+    const windowSeconds = unitDivider(o.unit);
+    let algorithm: Algorithm = rule === undefined || rule.unlimited ? 'fixed_window' : rule.algorithm;
+    if (algorithm === 'token_bucket' && (o.requestsPerUnit === 0 || windowSeconds === 0)) algorithm = 'fixed_window';
+    const emissionUs = algorithm === 'token_bucket' ? emissionMicros(windowSeconds, o.requestsPerUnit) : 0;
     let key = root.domain + '.';
     descriptor.entries.forEach((e, i) => {
       key += (i > 0 ? '.' : '') + (e.value === '' ? e.key : e.key + '_' + e.value);
@@ -172,7 +225,7 @@ export class RuleSet {
     const limit: Limit = {
       requestsPerUnit: o.requestsPerUnit,
       unit: o.unit,
-      windowSeconds: unitDivider(o.unit),
+      windowSeconds,
       name: '',
       unlimited: false,
       shadowMode: false,
@@ -182,6 +235,10 @@ export class RuleSet {
       fullKey: key,
       isOverride: true,
       currentLimit: { requestsPerUnit: o.requestsPerUnit, unit: o.unit, name: '' },
+      algorithm,
+      burst: algorithm === 'token_bucket' ? o.requestsPerUnit : 0,
+      emissionUs,
+      toleranceUs: emissionUs * (algorithm === 'token_bucket' ? o.requestsPerUnit : 0),
     };
     return { limit, stats: this.statsFor(key, root.domain), sharePatterns: undefined };
   }
@@ -203,7 +260,7 @@ export class RuleSet {
         const r = child.limit;
         if (r !== undefined) {
           const unit = r.unlimited ? 'UNKNOWN' : unitName(r.unit);
-          out += `${r.fullKey}: unit=${unit} requests_per_unit=${r.requestsPerUnit}, shadow_mode: ${String(r.shadowMode)}, quota_mode: ${String(r.quotaMode)}\n`;
+          out += `${r.fullKey}: unit=${unit} requests_per_unit=${r.requestsPerUnit}, shadow_mode: ${String(r.shadowMode)}, quota_mode: ${String(r.quotaMode)}${algorithmText(r)}\n`;
         }
         visit(child);
       }
@@ -227,6 +284,8 @@ export class RuleSet {
             shadowMode: r?.shadowMode ?? false,
             quotaMode: r?.quotaMode ?? false,
             replaces: r?.replaces ?? NO_REPLACES,
+            algorithm: r?.algorithm ?? 'fixed_window',
+            burst: r?.burst ?? 0,
           });
           visit(child);
         }
@@ -235,6 +294,12 @@ export class RuleSet {
       return { domain, descriptors };
     });
   }
+}
+
+/** `/rlconfig`'s extension text: nothing for fixed_window (upstream's line unchanged). */
+function algorithmText(r: RateLimitRule): string {
+  if (r.algorithm === 'fixed_window') return '';
+  return r.algorithm === 'token_bucket' ? `, algorithm: token_bucket, burst: ${r.burst}` : `, algorithm: ${r.algorithm}`;
 }
 
 /**
@@ -266,6 +331,7 @@ export function loadRuleSet(sources: readonly RuleSource[], opts: LoadOptions): 
         if (err instanceof RuleFileError) return fail(err.message + where);
         throw err;
       }
+      builder.sourceName = source.name;
       builder.add(spec, fail, where);
       return undefined;
     });
@@ -287,6 +353,7 @@ export interface DecodedRuleSource {
 export function loadRuleSetFromSpecs(sources: readonly DecodedRuleSource[], opts: LoadOptions): RuleSet {
   const builder = new RuleSetBuilder(opts);
   for (const source of sources) {
+    builder.sourceName = source.name;
     builder.add(source.spec, (message: string): never => {
       throw new ConfigError(`${source.name}: ${message}`);
     }, '');
@@ -301,6 +368,9 @@ class RuleSetBuilder {
     this.ruleSet = new RuleSet(this.domains, opts.stats ?? new StatsStore());
   }
 
+  /** Name of the source being added (for RuleSet.algorithms). */
+  sourceName = '';
+
   add(spec: DomainSpec, fail: (message: string) => never, where: string): void {
     if (spec.domain === '') fail('config file cannot have empty domain' + where);
     let root = this.domains.get(spec.domain);
@@ -309,7 +379,9 @@ class RuleSetBuilder {
       root = new DomainNode(spec.domain);
       this.domains.set(spec.domain, root);
     }
-    addDescriptors(root, root, spec.descriptors, spec.domain + '.', fail, this.ruleSet.statsFactory);
+    addDescriptors(root, root, spec.descriptors, spec.domain + '.', fail, this.ruleSet.statsFactory, (algorithm, path) =>
+      this.ruleSet.noteAlgorithm(algorithm, `${this.sourceName}: descriptor '${path}'`),
+    );
   }
 }
 
@@ -320,6 +392,7 @@ function addDescriptors(
   parentPath: string,
   fail: (message: string) => never,
   statsFor: (key: string, group?: string) => RuleStats,
+  noteAlgorithm: (algorithm: Algorithm, path: string) => void,
 ): void {
   specs.forEach((d, index) => {
     // Decoded sources (xDS) have no lines: line 0 leaves the position out.
@@ -344,6 +417,11 @@ function addDescriptors(
         if (r.name === '') fail('should not have an empty replaces entry' + at(path));
         if (r.name === rl.name) fail('replaces should not contain name of same descriptor' + at(path));
       }
+      const { algorithm, burst } = algorithmOf(rl, parsed ?? 0, (problem) => fail(problem + at(path)));
+      if (algorithm !== 'fixed_window') {
+        root.algorithmic = true;
+        noteAlgorithm(algorithm, path);
+      }
       rule = new RateLimitRule(
         rl.requestsPerUnit,
         rl.unlimited ? 0 : (parsed ?? 0),
@@ -355,6 +433,8 @@ function addDescriptors(
         d.metadata === undefined ? undefined : deepFreeze(d.metadata),
         path,
         statsFor,
+        algorithm,
+        burst,
       );
     }
     const wildcard = hasWildcard(composite);
@@ -373,10 +453,39 @@ function addDescriptors(
       d.shareThreshold,
     );
     if (d.detailedMetric || d.valueToMetric || d.shareThreshold) root.dynamic = true;
-    addDescriptors(root, node, d.descriptors, path + '.', fail, statsFor);
+    addDescriptors(root, node, d.descriptors, path + '.', fail, statsFor, noteAlgorithm);
     parent.children.set(composite, node);
     if (wildcard) parent.wildcards.push(node);
   });
+}
+
+const ALGORITHMS: readonly Algorithm[] = ['fixed_window', 'sliding_window', 'token_bucket'];
+const MAX_BURST = 4294967295;
+/** A bucket may run at most this far ahead of now (10 years in µs), so every TAT stays an exact integer below 2^53. */
+const MAX_TOLERANCE_US = 10 * 31_536_000 * 1_000_000;
+
+/** Validates the extension fields of one rate_limit (docs/ratelimit.md, "Algorithms (extension)"). */
+function algorithmOf(
+  rl: { readonly algorithm: string; readonly burst: number | string | undefined; readonly unlimited: boolean; readonly requestsPerUnit: number },
+  unit: number,
+  fail: (problem: string) => never,
+): { algorithm: Algorithm; burst: number } {
+  const written = rl.algorithm;
+  const algorithm = written === '' ? 'fixed_window' : ALGORITHMS.find((a) => a === written);
+  if (algorithm === undefined) fail(`unknown rate limit algorithm '${written}' (expected one of ${ALGORITHMS.join(', ')})`);
+  if (rl.unlimited && written !== '') fail('should not specify algorithm when unlimited');
+  const b = rl.burst;
+  if (b === undefined) {
+    if (algorithm === 'token_bucket' && rl.requestsPerUnit === 0) fail('token_bucket needs requests_per_unit of at least 1 (it is the refill rate)');
+    return algorithm === 'token_bucket' ? { algorithm, burst: rl.requestsPerUnit } : { algorithm, burst: 0 };
+  }
+  if (algorithm !== 'token_bucket') fail(`burst is only valid with algorithm token_bucket, not ${algorithm}`);
+  if (typeof b === 'string') fail(`burst must be an integer from 1 to ${MAX_BURST}, got '${b}'`);
+  if (b < 1 || b > MAX_BURST) fail(`burst must be an integer from 1 to ${MAX_BURST}, got ${String(b)}`);
+  if (rl.requestsPerUnit === 0) fail('token_bucket needs requests_per_unit of at least 1 (it is the refill rate)');
+  const toleranceUs = b * emissionMicros(unitDivider(unit), rl.requestsPerUnit);
+  if (toleranceUs > MAX_TOLERANCE_US) fail(`burst ${b} at ${rl.requestsPerUnit} per unit takes more than 10 years to refill; lower burst or raise requests_per_unit`);
+  return { algorithm: 'token_bucket', burst: b };
 }
 
 function deepFreeze<T extends { readonly [k: string]: JsonValue }>(obj: T): T {

@@ -3,6 +3,7 @@
 // rules load.
 import type { CurrentLimit, JsonValue } from '../domain.js';
 import { unitDivider } from '../limiter/window.js';
+import type { Algorithm } from '../store/counter-store.js';
 import type { RuleStats } from './rule-stats.js';
 import type { WildcardMatcher } from './wildcard.js';
 
@@ -26,6 +27,19 @@ export interface Limit {
   readonly isOverride: boolean;
   /** Frozen `current_limit` for responses (shared; never mutate). */
   readonly currentLimit: Readonly<CurrentLimit>;
+  /** Counting algorithm (extension; upstream only has fixed_window). */
+  readonly algorithm: Algorithm;
+  /** token_bucket: bucket size in hits; 0 for the other algorithms. */
+  readonly burst: number;
+  /** token_bucket: one hit's cost in µs (window ÷ requests_per_unit, at least 1); 0 otherwise. */
+  readonly emissionUs: number;
+  /** token_bucket: burst × emissionUs; 0 otherwise. */
+  readonly toleranceUs: number;
+}
+
+/** Whole µs per hit of a token bucket of `requestsPerUnit` per `windowSeconds` (rounded, at least 1). */
+export function emissionMicros(windowSeconds: number, requestsPerUnit: number): number {
+  return Math.max(1, Math.round((windowSeconds * 1_000_000) / requestsPerUnit));
 }
 
 /** Result of `RuleSet.getLimit`: the limit, its stats for this request, and share-threshold substitutions. */
@@ -58,10 +72,19 @@ export class RateLimitRule implements Limit {
     readonly metadata: { readonly [k: string]: JsonValue } | undefined,
     readonly fullKey: string,
     private readonly statsFor: (key: string, group?: string) => RuleStats,
+    readonly algorithm: Algorithm = 'fixed_window',
+    /** token_bucket only (the builder passes requests_per_unit when the rule has none). */
+    readonly burst = 0,
   ) {
     this.windowSeconds = unlimited ? 0 : unitDivider(unit);
     this.currentLimit = Object.freeze({ requestsPerUnit, unit, name });
+    const bucket = algorithm === 'token_bucket' && this.windowSeconds > 0 && requestsPerUnit > 0;
+    this.emissionUs = bucket ? emissionMicros(this.windowSeconds, requestsPerUnit) : 0;
+    this.toleranceUs = bucket ? burst * this.emissionUs : 0;
   }
+
+  readonly emissionUs: number;
+  readonly toleranceUs: number;
 
   /** The match for requests whose stats key is the rule's path and that share nothing: built once. */
   get staticMatch(): LimitMatch {
@@ -104,6 +127,8 @@ export class RuleNode {
 export class DomainNode extends RuleNode {
   /** True when some rule of the domain can produce a per-request stats key or cache-key substitution. */
   dynamic = false;
+  /** True when some rule of the domain uses an algorithm other than fixed_window (overrides then look up the rule). */
+  algorithmic = false;
   constructor(readonly domain: string) {
     super('', '', '', domain, undefined, undefined, false, false, false);
   }

@@ -1,6 +1,7 @@
 // xDS RateLimitConfig resources -> the validated rule set the YAML loader builds (as upstream's src/config/config_xds.go).
 // Each resource is one rule source named after the resource, so errors read like a file's:
-// `<resource name>: <problem>`. The xDS schema has no value_to_metric and no share_threshold.
+// `<resource name>: <problem>`. The xDS schema has no value_to_metric and no share_threshold; it
+// carries our algorithm extension in RateLimitPolicy fields 1000 (algorithm) and 1001 (burst).
 import type { RateLimitConfigDescriptorMsg, RateLimitConfigMsg } from '@rls/rls-proto';
 import type { JsonValue } from '../domain.js';
 import type { DescriptorSpec, DomainSpec } from './rule-file.js';
@@ -20,6 +21,9 @@ function descriptorSpec(d: RateLimitConfigDescriptorMsg): DescriptorSpec {
             unlimited: rl.unlimited,
             name: rl.name,
             replaces: rl.replaces.map((r) => ({ name: r.name })),
+            // The extension fields 1000/1001 of RateLimitPolicy (rls_conf.proto); burst 0 is "unset".
+            algorithm: rl.algorithm ?? '',
+            burst: rl.burst,
           },
     descriptors: d.descriptors.map(descriptorSpec),
     shadowMode: d.shadowMode,

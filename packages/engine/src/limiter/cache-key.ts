@@ -9,6 +9,16 @@ export function buildCacheKey(
   sharePatterns: readonly (string | undefined)[] | undefined,
   windowStart: number,
 ): string {
+  return cacheKeyBase(prefix, domain, entries, sharePatterns) + String(windowStart);
+}
+
+/** The key up to the window: `<prefix><domain>_<k1>_<v1>_..._` (the other algorithms append their own tails). */
+export function cacheKeyBase(
+  prefix: string,
+  domain: string,
+  entries: readonly DescriptorEntry[],
+  sharePatterns: readonly (string | undefined)[] | undefined,
+): string {
   let key = prefix + domain + '_';
   for (let i = 0; i < entries.length; i++) {
     const e = entries[i]!;
@@ -16,5 +26,5 @@ export function buildCacheKey(
     const value = sharePatterns?.[i] ?? e.value;
     key += e.key + '_' + value + '_';
   }
-  return key + String(windowStart);
+  return key;
 }

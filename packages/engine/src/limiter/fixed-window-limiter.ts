@@ -1,11 +1,17 @@
 // The per-request counting decisions around one store round trip (upstream's fixed_cache_impl.go and base_limiter.go): which
 // keys to send, by how much, and what the returned counts mean. No I/O here: the service runs
 // the store calls between `plan`, `incrementOps` and `statuses`.
-import { SATURATED_COUNT, type CounterOp } from '../store/counter-store.js';
+//
+// Fixed windows are upstream's, byte for byte. Rules may opt into `sliding_window` and
+// `token_bucket` (algorithms.ts; docs/ratelimit.md, "Algorithms (extension)"): their ops carry
+// `previousKey` / `bucket` and go to `CounterStore.execute`; a request without them keeps the
+// plain `increment` path.
+import { SATURATED_COUNT, type CounterOp, type OpResult } from '../store/counter-store.js';
 import type { RandomSource } from '../clock.js';
 import type { LimitMatch } from '../config/rule-tree.js';
 import { Code, type DescriptorEntry, type DescriptorStatus } from '../domain.js';
-import { buildCacheKey } from './cache-key.js';
+import { BUCKET_KEY_TAIL, SLIDING_KEY_SUFFIX, bucketOutcome, bucketStatus, bucketWouldRefuse, slidingAdmitsAgainAtMs, slidingEstimate } from './algorithms.js';
+import { buildCacheKey, cacheKeyBase } from './cache-key.js';
 import { counterStatus, localCacheStatus } from './descriptor-status.js';
 import type { LocalOverLimitCache } from './local-cache.js';
 import type { LimiterOptions } from './options.js';
@@ -16,15 +22,21 @@ export const NO_LIMIT_STATUS: DescriptorStatus = Object.freeze({ code: Code.OK, 
 
 export interface RequestPlan {
   readonly nowSeconds: number;
+  /** The clock in ms when the request was planned (sliding windows and buckets use sub-second time). */
+  readonly nowMs: number;
   /** Per descriptor; undefined when nothing is counted for it. */
   readonly matches: readonly (LimitMatch | undefined)[];
   readonly addends: readonly number[];
   readonly keys: readonly (string | undefined)[];
+  /** Per descriptor: the previous window's key of a sliding window (undefined for the other algorithms). */
+  readonly previousKeys: readonly (string | undefined)[] | undefined;
   /** Per descriptor: answered from the local over-limit cache. */
   readonly local: readonly boolean[];
   readonly anyLocal: boolean;
   /** Descriptor indexes whose counters go to the store, in op order. */
   readonly storeIndexes: readonly number[];
+  /** Some store op is a sliding window or a token bucket: run the ops with `CounterStore.execute`. */
+  readonly needsExecute: boolean;
 }
 
 export class FixedWindowLimiter {
@@ -48,18 +60,35 @@ export class FixedWindowLimiter {
     entriesOf: (i: number) => readonly DescriptorEntry[],
     matches: readonly (LimitMatch | undefined)[],
     addends: readonly number[],
-    nowSeconds: number,
+    nowMs: number,
   ): RequestPlan {
+    const nowSeconds = Math.floor(nowMs / 1000);
     const n = matches.length;
     const keys = new Array<string | undefined>(n);
     const local = new Array<boolean>(n).fill(false);
     const storeIndexes: number[] = [];
+    let previousKeys: (string | undefined)[] | undefined;
     let anyLocal = false;
+    let needsExecute = false;
+    const prefix = this.options.cacheKeyPrefix;
     for (let i = 0; i < n; i++) {
       const m = matches[i];
       if (m === undefined) continue;
       const divider = m.limit.windowSeconds;
-      const key = buildCacheKey(this.options.cacheKeyPrefix, domain, entriesOf(i), m.sharePatterns, windowStart(nowSeconds, divider));
+      const algorithm = m.limit.algorithm;
+      let key: string;
+      if (algorithm === 'fixed_window') {
+        key = buildCacheKey(prefix, domain, entriesOf(i), m.sharePatterns, windowStart(nowSeconds, divider));
+      } else {
+        const base = cacheKeyBase(prefix, domain, entriesOf(i), m.sharePatterns);
+        if (algorithm === 'sliding_window') {
+          const start = windowStart(nowSeconds, divider);
+          key = base + String(start) + SLIDING_KEY_SUFFIX;
+          (previousKeys ??= new Array<string | undefined>(n))[i] = base + String(start - divider) + SLIDING_KEY_SUFFIX;
+        } else {
+          key = base + BUCKET_KEY_TAIL;
+        }
+      }
       keys[i] = key;
       m.stats.totalHits.add(addends[i]!);
       if (this.localCache?.has(key) === true) {
@@ -67,44 +96,98 @@ export class FixedWindowLimiter {
         anyLocal = true;
       } else {
         storeIndexes.push(i);
+        if (algorithm !== 'fixed_window') needsExecute = true;
       }
     }
-    return { nowSeconds, matches, addends, keys, local, anyLocal, storeIndexes };
+    return { nowSeconds, nowMs, matches, addends, keys, previousKeys, local, anyLocal, storeIndexes, needsExecute };
+  }
+
+  /**
+   * The keys STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT reads before counting, for `incrementOps`'s
+   * `current`: per store op its key, and for a sliding window also its previous window's key.
+   */
+  readKeys(plan: RequestPlan): string[] {
+    const out: string[] = [];
+    for (const i of plan.storeIndexes) {
+      out.push(plan.keys[i]!);
+      const prev = plan.previousKeys?.[i];
+      if (prev !== undefined) out.push(prev);
+    }
+    return out;
   }
 
   /**
    * The store operations. `current` (STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT only) holds the
-   * counters read before incrementing, aligned with `storeIndexes`, or is undefined when some
-   * descriptor was already over in the local cache (then nothing is added anywhere).
+   * values read with `readKeys` before counting, or is undefined when some descriptor was already
+   * over in the local cache (then nothing is added anywhere). When some descriptor would go over,
+   * the others are sent with addend 0 (a check that consumes nothing).
    */
   incrementOps(plan: RequestPlan, current?: readonly number[]): CounterOp[] {
     const stop = this.options.stopCacheKeyIncrementWhenOverlimit;
     let wouldExceed: boolean[] | undefined;
     if (stop && !plan.anyLocal && current !== undefined) {
-      wouldExceed = plan.storeIndexes.map((i, j) => {
-        const c = current[j] ?? 0;
-        return c >= SATURATED_COUNT || c + plan.addends[i]! > plan.matches[i]!.limit.requestsPerUnit;
+      let r = 0;
+      wouldExceed = plan.storeIndexes.map((i) => {
+        const c = current[r++] ?? 0;
+        const previous = plan.previousKeys?.[i] !== undefined ? (current[r++] ?? 0) : 0;
+        return this.wouldExceed(plan, i, c, previous);
       });
       if (!wouldExceed.includes(true)) wouldExceed = undefined;
     }
+    const jitter = this.options.expirationJitterMaxSeconds;
     return plan.storeIndexes.map((i, j) => {
-      const divider = plan.matches[i]!.limit.windowSeconds;
+      const limit = plan.matches[i]!.limit;
+      const divider = limit.windowSeconds;
       let addend = plan.addends[i]!;
       if (stop && plan.anyLocal) addend = 0;
       else if (wouldExceed !== undefined && wouldExceed[j] !== true) addend = 0;
+      if (limit.algorithm === 'fixed_window') {
+        return { key: plan.keys[i]!, addend, expireSeconds: expireSeconds(divider, jitter, this.random), windowSeconds: divider };
+      }
+      if (limit.algorithm === 'sliding_window') {
+        // The previous window is read during the whole current one: keep each counter two windows.
+        return {
+          key: plan.keys[i]!,
+          addend,
+          expireSeconds: expireSeconds(2 * divider, jitter, this.random),
+          windowSeconds: divider,
+          previousKey: plan.previousKeys![i]!,
+        };
+      }
+      // More than burst + 1 hits are refused whatever the bucket holds: capping keeps every
+      // product of the store's arithmetic exact.
+      const capped = Math.min(addend, limit.burst + 1);
       return {
         key: plan.keys[i]!,
-        addend,
-        expireSeconds: expireSeconds(divider, this.options.expirationJitterMaxSeconds, this.random),
+        addend: capped,
+        expireSeconds: divider,
         windowSeconds: divider,
+        bucket: { nowUs: plan.nowMs * 1000, emissionUs: limit.emissionUs, toleranceUs: limit.toleranceUs },
       };
     });
   }
 
-  /** Statuses from the post-increment counters (aligned with `storeIndexes`); updates stats and the local cache. */
-  statuses(plan: RequestPlan, after: readonly number[]): DescriptorStatus[] {
+  /** `c`: the key's value read before counting; `previous`: a sliding window's previous counter. */
+  private wouldExceed(plan: RequestPlan, i: number, c: number, previous: number): boolean {
+    const limit = plan.matches[i]!.limit;
+    const addend = plan.addends[i]!;
+    if (limit.algorithm === 'token_bucket') return bucketWouldRefuse(limit, c, addend, plan.nowMs * 1000);
+    let count = c;
+    if (limit.algorithm === 'sliding_window') {
+      const windowMs = limit.windowSeconds * 1000;
+      count = slidingEstimate(previous, c, plan.nowMs - windowStart(plan.nowSeconds, limit.windowSeconds) * 1000, windowMs);
+    }
+    return count >= SATURATED_COUNT || count + addend > limit.requestsPerUnit;
+  }
+
+  /**
+   * Statuses from the store's answers (aligned with `storeIndexes`): `after` from `increment`, or
+   * `results` from `execute` (then `after` is ignored). Updates stats and the local cache.
+   */
+  statuses(plan: RequestPlan, after: readonly number[], results?: readonly OpResult[]): DescriptorStatus[] {
     const n = plan.matches.length;
     const out = new Array<DescriptorStatus>(n);
+    const nearLimitRatio = this.options.nearLimitRatio;
     let j = 0;
     for (let i = 0; i < n; i++) {
       const m = plan.matches[i];
@@ -112,16 +195,43 @@ export class FixedWindowLimiter {
         out[i] = NO_LIMIT_STATUS;
         continue;
       }
-      const divider = m.limit.windowSeconds;
-      const reset = secondsUntilReset(plan.nowSeconds, divider);
+      const limit = m.limit;
+      const divider = limit.windowSeconds;
+      const algorithm = limit.algorithm;
       if (plan.local[i] === true) {
-        out[i] = localCacheStatus(m.limit, m.stats, plan.addends[i]!, reset);
+        let reset: number;
+        if (algorithm === 'token_bucket') {
+          // Until the remembered refusal ends (one token back): whole seconds past this clock second.
+          const until = this.localCache?.expiresAt(plan.keys[i]!) ?? plan.nowMs;
+          reset = Math.max(1, Math.ceil(until / 1000) - plan.nowSeconds);
+        } else {
+          reset = secondsUntilReset(plan.nowSeconds, divider);
+        }
+        out[i] = localCacheStatus(limit, m.stats, plan.addends[i]!, reset);
         continue;
       }
-      const count = after[j++] ?? 0;
-      const status = counterStatus(m.limit, m.stats, plan.addends[i]!, count, this.options.nearLimitRatio, reset);
-      if (count > m.limit.requestsPerUnit || count >= SATURATED_COUNT) this.localCache?.add(plan.keys[i]!, divider);
-      out[i] = status;
+      const result = results?.[j];
+      const value = result !== undefined ? result.value : (after[j] ?? 0);
+      j++;
+      if (algorithm === 'fixed_window') {
+        const status = counterStatus(limit, m.stats, plan.addends[i]!, value, nearLimitRatio, secondsUntilReset(plan.nowSeconds, divider));
+        if (value > limit.requestsPerUnit || value >= SATURATED_COUNT) this.localCache?.add(plan.keys[i]!, divider);
+        out[i] = status;
+      } else if (algorithm === 'sliding_window') {
+        const startMs = windowStart(plan.nowSeconds, divider) * 1000;
+        const windowMs = divider * 1000;
+        const previous = result?.previous ?? 0;
+        const estimate = slidingEstimate(previous, value, plan.nowMs - startMs, windowMs);
+        out[i] = counterStatus(limit, m.stats, plan.addends[i]!, estimate, nearLimitRatio, secondsUntilReset(plan.nowSeconds, divider));
+        if ((estimate > limit.requestsPerUnit || estimate >= SATURATED_COUNT) && this.localCache !== undefined) {
+          const until = slidingAdmitsAgainAtMs(previous, value, limit.requestsPerUnit, startMs, windowMs);
+          if (until > plan.nowMs) this.localCache.addUntil(plan.keys[i]!, until);
+        }
+      } else {
+        const outcome = bucketOutcome(limit, value, result?.admitted === true, plan.nowMs * 1000);
+        out[i] = bucketStatus(limit, m.stats, plan.addends[i]!, outcome, nearLimitRatio);
+        if (outcome.refuseOneUntilMs > plan.nowMs) this.localCache?.addUntil(plan.keys[i]!, outcome.refuseOneUntilMs);
+      }
     }
     return out;
   }

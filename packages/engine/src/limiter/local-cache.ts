@@ -68,9 +68,18 @@ export class LocalOverLimitCache {
 
   /** Remembers `key` for `ttlSeconds` (one window of its unit). */
   add(key: string, ttlSeconds: number): void {
+    this.addUntil(key, this.clock.now() + ttlSeconds * 1000);
+  }
+
+  /** When `key`'s entry expires (clock ms), or undefined when it is not remembered. */
+  expiresAt(key: string): number | undefined {
+    return this.entries.get(key)?.expiresAtMs;
+  }
+
+  /** Remembers `key` until `expiresAtMs` on the clock (sliding windows and token buckets compute their own expiry). */
+  addUntil(key: string, expiresAtMs: number): void {
     const bytes = ENTRY_OVERHEAD_BYTES + Buffer.byteLength(key);
     if (bytes > this.budgetBytes) return;
-    const expiresAtMs = this.clock.now() + ttlSeconds * 1000;
     const existing = this.entries.get(key);
     if (existing !== undefined) {
       existing.expiresAtMs = expiresAtMs;

@@ -26,7 +26,45 @@ export interface CounterOp {
   expireSeconds: number;
   /** The limit's window in seconds (1 for SECOND); lets a split store route per-second keys. */
   windowSeconds: number;
+  /**
+   * sliding_window only: the previous window's counter key. The store increments `key` exactly as
+   * for a fixed window and, in the same round trip, reads this key without changing it
+   * (OpResult.previous; 0 when missing).
+   */
+  previousKey?: string;
+  /** token_bucket only (GCRA). When set, `key` holds a theoretical arrival time (TAT), not a count. */
+  bucket?: BucketParams;
 }
+
+/**
+ * GCRA parameters, all integer microseconds so every store does exact integer arithmetic
+ * (a TAT near 1.8e15 µs is below 2^53). The store does, atomically per key:
+ *   tat = max(stored TAT or nowUs, nowUs); next = tat + emissionUs × addend;
+ *   if next − nowUs > toleranceUs: leave the key unchanged, result {value: tat, admitted: false}
+ *   else: store next with a TTL of ceil((next − nowUs) / 1000) ms (at least 1 ms), result {value: next, admitted: true}.
+ * `addend` 0 therefore checks without consuming. `expireSeconds` is unused for bucket ops.
+ */
+export interface BucketParams {
+  /** The caller's clock (the service's injected clock), not the store's. */
+  nowUs: number;
+  /** One hit's cost: the unit's length ÷ requests_per_unit, rounded to a whole µs (at least 1). */
+  emissionUs: number;
+  /** burst × emissionUs: how far ahead of now the TAT may run. */
+  toleranceUs: number;
+}
+
+/** One op's outcome from CounterStore.execute. */
+export interface OpResult {
+  /** Counter after the increment (fixed and sliding window), or the TAT in µs (token bucket), saturated as for increment. */
+  value: number;
+  /** sliding_window: the previous window's counter (0 when missing). */
+  previous?: number;
+  /** token_bucket: whether the hits were taken. */
+  admitted?: boolean;
+}
+
+/** Counting algorithms a rule may choose (a YAML extension; upstream only has fixed_window). */
+export type Algorithm = 'fixed_window' | 'sliding_window' | 'token_bucket';
 
 export interface CounterStore {
   /** Short name used in logs and health (`redis`, `memcached`, `memory`). */
@@ -38,6 +76,19 @@ export interface CounterStore {
    * Rejects with StoreError when the backend cannot answer within its timeout.
    */
   increment(ops: readonly CounterOp[]): Promise<number[]>;
+  /**
+   * Algorithms other than fixed_window this store runs atomically. Rules that choose an algorithm
+   * missing here are refused when the configuration is loaded (the error names store and reason).
+   * Absent: fixed_window only.
+   */
+  readonly algorithms?: ReadonlySet<Algorithm>;
+  /**
+   * Runs a batch that may mix fixed-window, sliding-window (`previousKey`) and token-bucket
+   * (`bucket`) ops, in op order, all in one round trip per node where the backend allows it.
+   * Present exactly when `algorithms` is non-empty. Batches of plain fixed-window ops keep using
+   * `increment` (the hot path does not allocate OpResults).
+   */
+  execute?(ops: readonly CounterOp[]): Promise<OpResult[]>;
   /** Current values (0 when missing, at most SATURATED_COUNT), in key order. Used by STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT. */
   get(keys: readonly string[]): Promise<number[]>;
   /** True while at least one connection to the backend is up (memory store: always). */

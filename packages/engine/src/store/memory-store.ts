@@ -15,7 +15,10 @@
 import type { Clock } from '../clock.js';
 import { StoreError } from '../errors.js';
 import type { Counter, Gauge, StatsStore } from '../stats/stats-store.js';
-import { saturate, type CounterOp, type CounterStore } from './counter-store.js';
+import { saturate, type Algorithm, type CounterOp, type CounterStore, type OpResult } from './counter-store.js';
+
+/** Everything: one thread and no network make every algorithm atomic here. */
+export const MEMORY_STORE_ALGORITHMS: ReadonlySet<Algorithm> = new Set<Algorithm>(['fixed_window', 'sliding_window', 'token_bucket']);
 
 export interface MemoryStoreOptions {
   clock: Clock;
@@ -38,6 +41,7 @@ const SWEEP_BASE = 8;
 
 export class MemoryStore implements CounterStore {
   readonly kind = 'memory';
+  readonly algorithms = MEMORY_STORE_ALGORITHMS;
   private readonly clock: Clock;
   private readonly maxKeys: number;
   private readonly entries = new Map<string, Entry>();
@@ -72,7 +76,40 @@ export class MemoryStore implements CounterStore {
     const out = new Array<number>(ops.length);
     for (let i = 0; i < ops.length; i++) {
       const op = ops[i] as CounterOp;
-      out[i] = this.apply(op.key, op.addend, op.expireSeconds, now);
+      out[i] = this.apply(op.key, op.addend, op.expireSeconds * 1000, now);
+    }
+    this.keysGauge?.set(this.entries.size);
+    return Promise.resolve(out);
+  }
+
+  /**
+   * Fixed-window ops as `increment`; sliding-window ops also read `previousKey` after the
+   * increment; token-bucket ops run GCRA on the stored TAT (counter-store.ts, BucketParams).
+   * Validated first, so a bad op changes nothing.
+   */
+  execute(ops: readonly CounterOp[]): Promise<OpResult[]> {
+    for (const op of ops) {
+      if (!Number.isSafeInteger(op.addend) || op.addend < 0) return Promise.reject(new StoreError(`memory store: addend ${op.addend} is not a non-negative integer`));
+      const b = op.bucket;
+      if (b !== undefined) {
+        if (!Number.isSafeInteger(b.nowUs) || b.nowUs < 0 || !Number.isSafeInteger(b.emissionUs) || b.emissionUs < 1 || !Number.isSafeInteger(b.toleranceUs) || b.toleranceUs < 0) {
+          return Promise.reject(new StoreError(`memory store: invalid token bucket parameters for ${op.key}`));
+        }
+      } else if (!Number.isSafeInteger(op.expireSeconds)) {
+        return Promise.reject(new StoreError(`memory store: expire ${op.expireSeconds} is not an integer`));
+      }
+    }
+    const now = this.clock.now();
+    this.sweep(now, SWEEP_BASE + 2 * ops.length);
+    const out = new Array<OpResult>(ops.length);
+    for (let i = 0; i < ops.length; i++) {
+      const op = ops[i] as CounterOp;
+      if (op.bucket !== undefined) {
+        out[i] = this.takeFromBucket(op.key, op.addend, op.bucket.nowUs, op.bucket.emissionUs, op.bucket.toleranceUs, now);
+        continue;
+      }
+      const value = this.apply(op.key, op.addend, op.expireSeconds * 1000, now);
+      out[i] = op.previousKey === undefined ? { value } : { value, previous: this.read(op.previousKey, now) };
     }
     this.keysGauge?.set(this.entries.size);
     return Promise.resolve(out);
@@ -80,12 +117,25 @@ export class MemoryStore implements CounterStore {
 
   get(keys: readonly string[]): Promise<number[]> {
     const now = this.clock.now();
-    return Promise.resolve(
-      keys.map((k) => {
-        const e = this.entries.get(k);
-        return e === undefined || e.expiresAt <= now ? 0 : e.value;
-      }),
-    );
+    return Promise.resolve(keys.map((k) => this.read(k, now)));
+  }
+
+  private read(key: string, now: number): number {
+    const e = this.entries.get(key);
+    return e === undefined || e.expiresAt <= now ? 0 : e.value;
+  }
+
+  /** GCRA on one key (counter-store.ts, BucketParams); the TAT's TTL runs on this store's clock. */
+  private takeFromBucket(key: string, addend: number, nowUs: number, emissionUs: number, toleranceUs: number, now: number): OpResult {
+    const stored = this.read(key, now);
+    const tat = stored > nowUs ? stored : nowUs;
+    // emissionUs × addend past toleranceUs is refused whatever the TAT (and may not be exact).
+    if (emissionUs * addend > toleranceUs || tat - nowUs + emissionUs * addend > toleranceUs) return { value: tat, admitted: false };
+    const next = tat + emissionUs * addend;
+    if (next === stored) return { value: next, admitted: true }; // addend 0 on a stored TAT: nothing to write
+    const ttlMs = Math.max(1, Math.ceil((next - nowUs) / 1000));
+    this.apply(key, next - stored, ttlMs, now);
+    return { value: next, admitted: true };
   }
 
   isConnected(): boolean {
@@ -128,7 +178,8 @@ export class MemoryStore implements CounterStore {
     return n;
   }
 
-  private apply(key: string, addend: number, expireSeconds: number, now: number): number {
+  /** INCRBY + PEXPIRE on the injected clock. */
+  private apply(key: string, addend: number, expireMs: number, now: number): number {
     let e = this.entries.get(key);
     if (e === undefined) {
       if (this.entries.size >= this.maxKeys) this.makeRoom(now);
@@ -140,11 +191,11 @@ export class MemoryStore implements CounterStore {
     // Saturate like every store (counter-store.ts): past 2^53 a double would round increments away.
     const value = saturate(e.value + addend);
     e.value = value;
-    if (expireSeconds <= 0) {
+    if (expireMs <= 0) {
       this.entries.delete(key);
       return value;
     }
-    e.expiresAt = now + expireSeconds * 1000;
+    e.expiresAt = now + expireMs;
     const second = Math.floor(e.expiresAt / 1000);
     // A later expiry is picked up when the earlier bucket comes up; only an earlier one needs a new entry.
     if (second < e.queuedAt) {

@@ -1,15 +1,25 @@
 // Shared by the limiter and service tests: a counter store that records the operations the
 // service sends (the observable output of the limiter) and passes them on to the real MemoryStore.
 import { FakeClock } from '@rls/testkit';
-import { DEFAULT_LIMITER_OPTIONS, MemoryStore, RateLimitService, StatsStore, loadRuleSet, type CounterOp, type CounterStore, type LimiterOptions } from '@rls/engine';
+import { DEFAULT_LIMITER_OPTIONS, MemoryStore, RateLimitService, StatsStore, loadRuleSet, type Algorithm, type CounterOp, type CounterStore, type LimiterOptions, type OpResult } from '@rls/engine';
 
 export class RecordingStore implements CounterStore {
   readonly kind = 'recording';
   readonly increments: CounterOp[][] = [];
+  /** Batches sent to `execute` (sliding windows and token buckets). */
+  readonly executes: CounterOp[][] = [];
   readonly gets: string[][] = [];
+  readonly algorithms?: ReadonlySet<Algorithm>;
   /** When set, the next call fails with it (and the flag clears). */
   failNext: Error | undefined;
-  constructor(readonly inner: CounterStore) {}
+  constructor(readonly inner: CounterStore) {
+    if (inner.algorithms !== undefined) this.algorithms = inner.algorithms;
+  }
+  execute(ops: readonly CounterOp[]): Promise<OpResult[]> {
+    this.executes.push(ops.map((o) => ({ ...o })));
+    const execute = this.inner.execute?.bind(this.inner);
+    return this.failOr(() => (execute === undefined ? Promise.reject(new Error('no execute')) : execute(ops)));
+  }
   increment(ops: readonly CounterOp[]): Promise<number[]> {
     this.increments.push(ops.map((o) => ({ ...o })));
     return this.failOr(() => this.inner.increment(ops));

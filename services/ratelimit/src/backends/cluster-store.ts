@@ -7,11 +7,11 @@
 //
 // "Connected" (health, isConnected) means at least one node has a ready connection, as in single
 // mode: a cluster with one master down still serves the keys of the other masters.
-import { SATURATED_COUNT, StoreError, saturate, type CounterOp, type CounterStore } from '@rls/engine';
+import { SATURATED_COUNT, StoreError, saturate, type Algorithm, type CounterOp, type CounterStore, type OpResult } from '@rls/engine';
 import { ConnectionPool } from './connection-pool.js';
 import { keySlot, parseClusterSlots, parseRedirect, SLOT_COUNT, type SlotRange } from './cluster-slots.js';
-import { encodeCommand, isIncrOverflow, RawReplies } from './redis-commands.js';
-import { maskUrl, parseRedisEndpoint, poolOptionsFrom, type RedisStoreOptions } from './redis-store.js';
+import { encodeCommand, isIncrOverflow, opCommands, opResults, RawReplies } from './redis-commands.js';
+import { maskUrl, parseRedisEndpoint, poolOptionsFrom, REDIS_ALGORITHMS, type RedisStoreOptions } from './redis-store.js';
 import { RespErrorReply, type RespReply } from './resp-parser.js';
 
 export type ClusterStoreOptions = Omit<RedisStoreOptions, 'url' | 'socketType'> & {
@@ -40,6 +40,7 @@ const MAX_REDIRECTS = 5;
 
 export class ClusterStore implements CounterStore {
   readonly kind = 'redis';
+  readonly algorithms: ReadonlySet<Algorithm> = REDIS_ALGORITHMS;
   private readonly pools = new Map<string, ConnectionPool>();
   private readonly slotPools = new Array<ConnectionPool | undefined>(SLOT_COUNT);
   private readonly seeds: readonly string[];
@@ -86,6 +87,23 @@ export class ClusterStore implements CounterStore {
     return out;
   }
 
+  /**
+   * Every command routed by its own key's slot (a sliding op's previous key may live on another
+   * node; a bucket op's script touches its one key), all nodes at once. Bucket ops that met
+   * NOSCRIPT (flushed cache, a node that took over or was redirected to) are sent again with EVAL.
+   */
+  async execute(ops: readonly CounterOp[]): Promise<OpResult[]> {
+    if (ops.length === 0) return [];
+    const out = new Array<OpResult>(ops.length);
+    const missing = opResults(ops, await this.run(this.commandsOf(ops, false)), out);
+    if (missing === undefined) return out;
+    const retryOps = missing.map((i) => ops[i] as CounterOp);
+    const retried = new Array<OpResult>(retryOps.length);
+    if (opResults(retryOps, await this.run(this.commandsOf(retryOps, true)), retried) !== undefined) throw new StoreError('redis error: NOSCRIPT after EVAL');
+    missing.forEach((i, j) => (out[i] = retried[j] as OpResult));
+    return out;
+  }
+
   async get(keys: readonly string[]): Promise<number[]> {
     if (keys.length === 0) return [];
     // MGET cannot span slots; one GET per key, still one round trip per node.
@@ -118,6 +136,12 @@ export class ClusterStore implements CounterStore {
         t.unref();
       });
     }
+  }
+
+  private commandsOf(ops: readonly CounterOp[], viaEval: boolean): Cmd[] {
+    const cmds: Cmd[] = [];
+    for (const op of ops) for (const c of opCommands(op, viaEval)) cmds.push({ slot: keySlot(c.key), text: c.text });
+    return cmds;
   }
 
   /** Addresses of the masters the slot map points to (for tests and logs). */

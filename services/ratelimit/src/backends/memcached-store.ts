@@ -18,11 +18,20 @@
 // number, reads as SATURATED_COUNT and is not incremented any more, so it stays over every limit
 // until it expires and memcached's incr never wraps at 2^64.
 //
+// Algorithms (CounterStore.execute): sliding window is the fixed-window increment plus the
+// previous window's key in the same multi-key `get` (read only, never written), so it costs
+// nothing extra on the wire and is exactly as atomic as the fixed window here. Token bucket is
+// not offered: GCRA must read, decide and write one key atomically, which memcached can only do
+// with `gets` + `cas` — two sequential round trips on every request (the answer depends on
+// whether the `cas` won), retries under contention on hot keys, and TTLs in whole seconds —
+// while this store's design is one round trip with fail-open writes. Rules that choose it are
+// refused when the configuration is loaded (MEMCACHED_ALGORITHMS lacks it).
+//
 // Expirations over 30 days are sent as absolute Unix times (memcached's rule), so month and year
 // counters persist — upstream sends them relative and loses them. `close()` waits for pending
 // writes (bounded by the timeout) so a graceful stop loses no hits.
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
-import { SATURATED_COUNT, StoreError, mathRandom, saturate, type Clock, type Counter, type CounterOp, type CounterStore, type RandomSource, type StatsStore } from '@rls/engine';
+import { SATURATED_COUNT, StoreError, mathRandom, saturate, type Algorithm, type Clock, type Counter, type CounterOp, type CounterStore, type OpResult, type RandomSource, type StatsStore } from '@rls/engine';
 import { McConnection, type McConnectionEvents } from './memcached-connection.js';
 import { encodeAdd, encodeGet, encodeIncr, expirationField, GetReply, invalidKeyReason, LineReply } from './memcached-protocol.js';
 import { HashRing, keyHash } from './memcached-ring.js';
@@ -105,8 +114,16 @@ interface KeyPlan {
 
 const LOG_EVERY_MS = 5_000;
 
+/** What this store runs (the configuration check uses it without opening a connection). */
+export const MEMCACHED_ALGORITHMS: ReadonlySet<Algorithm> = new Set<Algorithm>(['fixed_window', 'sliding_window']);
+
+/** Why memcached does not run token_bucket (the StoreError of a bucket op that reaches execute). */
+export const MEMCACHED_NO_TOKEN_BUCKET =
+  'memcached does not run token_bucket (it would need gets + cas: two sequential round trips per request and retries under contention); use sliding_window or a Redis store';
+
 export class MemcachedStore implements CounterStore {
   readonly kind = 'memcached';
+  readonly algorithms: ReadonlySet<Algorithm> = MEMCACHED_ALGORITHMS;
   private nodes = new Map<string, McNode>();
   private ring = new HashRing<McNode>(new Map());
   private readyCount = 0;
@@ -176,15 +193,7 @@ export class MemcachedStore implements CounterStore {
   async increment(ops: readonly CounterOp[]): Promise<number[]> {
     if (this.closed) throw new StoreError('memcached store closed');
     if (ops.length === 0) return [];
-    const plans = new Map<string, KeyPlan>();
-    for (const op of ops) {
-      const p = plans.get(op.key);
-      if (p !== undefined) {
-        p.addend += op.addend;
-        continue;
-      }
-      plans.set(op.key, { conn: this.connectionFor(op.key), addend: op.addend, expireSeconds: op.expireSeconds, before: 0, found: false });
-    }
+    const plans = this.plan(ops);
     await this.fetch(plans);
     const running = new Map<string, number>();
     const out = new Array<number>(ops.length);
@@ -194,6 +203,54 @@ export class MemcachedStore implements CounterStore {
       running.set(op.key, v);
       out[i] = v;
     }
+    this.writeBack(plans);
+    return out;
+  }
+
+  /**
+   * Fixed and sliding window ops: as `increment`, with every previous-window key read in the same
+   * multi-key `get` (a previous key that cannot be stored or whose node fails reads 0, fail-open
+   * like the counters). Token-bucket ops are refused (MEMCACHED_NO_TOKEN_BUCKET); the
+   * configuration never sends them here.
+   */
+  async execute(ops: readonly CounterOp[]): Promise<OpResult[]> {
+    if (this.closed) throw new StoreError('memcached store closed');
+    if (ops.length === 0) return [];
+    for (const op of ops) if (op.bucket !== undefined) throw new StoreError(MEMCACHED_NO_TOKEN_BUCKET);
+    const plans = this.plan(ops);
+    for (const op of ops) {
+      const prev = op.previousKey;
+      if (prev !== undefined && !plans.has(prev)) plans.set(prev, { conn: this.connectionFor(prev), addend: 0, expireSeconds: 0, before: 0, found: false });
+    }
+    await this.fetch(plans);
+    const running = new Map<string, number>();
+    const out = new Array<OpResult>(ops.length);
+    for (let i = 0; i < ops.length; i++) {
+      const op = ops[i] as CounterOp;
+      const value = saturate((running.get(op.key) ?? (plans.get(op.key) as KeyPlan).before) + op.addend);
+      running.set(op.key, value);
+      const prev = op.previousKey;
+      out[i] = prev === undefined ? { value } : { value, previous: running.get(prev) ?? (plans.get(prev) as KeyPlan).before };
+    }
+    this.writeBack(plans);
+    return out;
+  }
+
+  /** One plan per distinct key, addends summed. */
+  private plan(ops: readonly CounterOp[]): Map<string, KeyPlan> {
+    const plans = new Map<string, KeyPlan>();
+    for (const op of ops) {
+      const p = plans.get(op.key);
+      if (p !== undefined) {
+        p.addend += op.addend;
+        continue;
+      }
+      plans.set(op.key, { conn: this.connectionFor(op.key), addend: op.addend, expireSeconds: op.expireSeconds, before: 0, found: false });
+    }
+    return plans;
+  }
+
+  private writeBack(plans: Map<string, KeyPlan>): void {
     // Queued before the caller continues, so its next call reads after these writes.
     const now = this.clock.now();
     for (const [key, p] of plans) {
@@ -201,7 +258,6 @@ export class MemcachedStore implements CounterStore {
       // 64-bit incr can never wrap it back to a small value (nor fail on an unreadable one).
       if (p.conn !== undefined && p.addend > 0 && p.before < SATURATED_COUNT) this.write(p.conn, key, p.addend, expirationField(p.expireSeconds, now), p.found);
     }
-    return out;
   }
 
   async get(keys: readonly string[]): Promise<number[]> {

@@ -1,7 +1,8 @@
 // RESP encoding of the few commands the counter store sends, and the reply handlers that turn
 // their replies into results. Commands are built as strings: the connection joins a turn's
 // commands and writes them once, so a per-command Buffer would only add copies.
-import { SATURATED_COUNT, StoreError, saturate, type CounterOp } from '@rls/engine';
+import { createHash } from 'node:crypto';
+import { SATURATED_COUNT, StoreError, saturate, type BucketParams, type CounterOp, type OpResult } from '@rls/engine';
 import type { ReplyHandler } from './resp-connection.js';
 import { RespErrorReply, type RespReply } from './resp-parser.js';
 
@@ -159,4 +160,180 @@ export class RawReplies implements ReplyHandler {
   fail(err: StoreError): void {
     this.reject(err);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// CounterStore.execute: fixed window, sliding window and token bucket ops in one pipeline.
+//
+//   fixed_window    INCRBY key addend, EXPIRE key ttl                  (2 replies)
+//   sliding_window  INCRBY key addend, EXPIRE key ttl, GET previousKey (3 replies; the two keys
+//                   need not share a cluster slot: no command spans them)
+//   token_bucket    EVALSHA <sha> 1 key nowUs emissionUs toleranceUs addend (1 reply)
+//
+// The token bucket is GCRA (counter-store.ts, BucketParams) run by the Lua script below, atomic
+// per key. Redis's Lua 5.1 numbers are doubles: every value stays an exact integer below 2^53
+// (a TAT near 1.8e15 µs), and the script formats what it stores with %.0f, because Lua's own
+// number→string conversion (%.14g) would round a 16-digit TAT. It never assumes the caller and
+// Redis share a clock: `nowUs` comes from the caller. A stored value that is not a number reads
+// as a saturated (full) bucket and is left alone, as an unreadable counter reads saturated (a
+// pattern check for digits costs more than the rest of the arithmetic; tonumber suffices).
+// A TAT above 2^53 − 1 is stored and returned as 2^53 − 1 (SATURATED_COUNT), like a counter, so
+// Redis's integer reply (a C long long cast) never sees an out-of-range double; the TTL is capped
+// at 2^50 ms for the same reason (PSETEX must not overflow Redis's clock arithmetic).
+// ---------------------------------------------------------------------------------------------
+
+/** GCRA on one key. KEYS[1] = TAT key; ARGV = nowUs, emissionUs, toleranceUs, addend. Reply {value, admitted 0|1}. */
+export const BUCKET_SCRIPT = `local cap = 9007199254740991
+local now = tonumber(ARGV[1])
+local emission = tonumber(ARGV[2])
+local tolerance = tonumber(ARGV[3])
+local addend = tonumber(ARGV[4])
+local tat = now
+local raw = redis.call('GET', KEYS[1])
+if raw then
+  local stored = tonumber(raw)
+  if stored == nil or stored ~= stored then return {cap, 0} end
+  if stored > tat then tat = stored end
+end
+local nxt = tat + emission * addend
+if nxt - now > tolerance then
+  if tat > cap then tat = cap end
+  return {tat, 0}
+end
+local ttl = math.ceil((nxt - now) / 1000)
+if ttl < 1 then ttl = 1 end
+if ttl > 1125899906842624 then ttl = 1125899906842624 end
+if nxt > cap then nxt = cap end
+redis.call('PSETEX', KEYS[1], string.format('%.0f', ttl), string.format('%.0f', nxt))
+return {nxt, 1}
+`;
+
+/** SHA-1 of BUCKET_SCRIPT, the name EVALSHA calls it by. */
+export const BUCKET_SCRIPT_SHA = createHash('sha1').update(BUCKET_SCRIPT).digest('hex');
+
+/** Replies one op's commands produce (see the table above). */
+export function opReplyCount(op: CounterOp): number {
+  return op.bucket !== undefined ? 1 : op.previousKey !== undefined ? 3 : 2;
+}
+
+/** One command of an op with the key it routes by (cluster slot). */
+export interface KeyedCommand {
+  key: string;
+  text: string;
+}
+
+/**
+ * The commands of one op, in reply order. `viaEval` sends the script body (EVAL) instead of its
+ * hash: the fallback after NOSCRIPT, which also puts the script back into Redis's cache.
+ */
+export function opCommands(op: CounterOp, viaEval = false): KeyedCommand[] {
+  if (op.bucket !== undefined) return [{ key: op.key, text: encodeBucketCall(op, viaEval) }];
+  const out = [
+    { key: op.key, text: encodeCommand(['INCRBY', op.key, String(op.addend)]) },
+    { key: op.key, text: encodeCommand(['EXPIRE', op.key, String(op.expireSeconds)]) },
+  ];
+  if (op.previousKey !== undefined) out.push({ key: op.previousKey, text: encodeCommand(['GET', op.previousKey]) });
+  return out;
+}
+
+const bulk = (s: string): string => `$${Buffer.byteLength(s)}\r\n${s}\r\n`;
+// The fixed head of the call: 8 parts, command, script (hash or body), one key.
+const EVALSHA_HEAD = `*8\r\n${bulk('EVALSHA')}${bulk(BUCKET_SCRIPT_SHA)}${bulk('1')}`;
+const EVAL_HEAD = `*8\r\n${bulk('EVAL')}${bulk(BUCKET_SCRIPT)}${bulk('1')}`;
+/** Integers as bulk strings; numbers are ASCII, so length = string length. */
+const num = (n: number): string => {
+  const t = String(n);
+  return `$${t.length}\r\n${t}\r\n`;
+};
+
+/** `EVALSHA <sha> 1 key nowUs emissionUs toleranceUs addend` (or EVAL with the body); throws StoreError on bad parameters. */
+export function encodeBucketCall(op: CounterOp, viaEval = false): string {
+  checkBucketOp(op);
+  const b = op.bucket as BucketParams;
+  return (viaEval ? EVAL_HEAD : EVALSHA_HEAD) + bulk(op.key) + num(b.nowUs) + num(b.emissionUs) + num(b.toleranceUs) + num(op.addend);
+}
+
+const isCount = (n: number): boolean => Number.isSafeInteger(n) && n >= 0;
+
+/** Refuses bucket parameters the script cannot take as exact integers (nothing is sent for the call). */
+function checkBucketOp(op: CounterOp): void {
+  const b = op.bucket as BucketParams;
+  if (!isCount(op.addend) || !isCount(b.nowUs) || !isCount(b.toleranceUs) || !Number.isSafeInteger(b.emissionUs) || b.emissionUs < 1) {
+    throw new StoreError(`redis: invalid token bucket op for ${op.key} (addend ${op.addend}, nowUs ${b.nowUs}, emissionUs ${b.emissionUs}, toleranceUs ${b.toleranceUs})`);
+  }
+}
+
+/** The commands of every op, joined (single Redis and Sentinel: one write). */
+export function encodeExecute(ops: readonly CounterOp[], viaEval = false): { text: string; replies: number } {
+  let text = '';
+  let replies = 0;
+  for (const op of ops) {
+    if (op.bucket === undefined) {
+      // The fixed-window part as the hot path encodes it; only the sliding GET is extra.
+      text += encodeIncrements([op]);
+      if (op.previousKey !== undefined) text += encodeCommand(['GET', op.previousKey]);
+    } else {
+      text += encodeBucketCall(op, viaEval);
+    }
+    replies += opReplyCount(op);
+  }
+  return { text, replies };
+}
+
+/** The script is missing from Redis's cache (SCRIPT FLUSH, a restarted or failed-over node). */
+export function isNoScript(reply: RespReply): boolean {
+  return reply instanceof RespErrorReply && reply.message.startsWith('NOSCRIPT');
+}
+
+/** Marks an op whose EVALSHA found no script: it did not run and must be sent again with EVAL. */
+export const NOSCRIPT = Symbol('NOSCRIPT');
+
+function storeError(reply: RespReply): StoreError {
+  return new StoreError(`redis error: ${describe(reply)}`);
+}
+
+/** A counter value read by GET: missing is 0, anything not a whole number reads saturated. */
+function previousCount(reply: RespReply): number {
+  if (reply === null) return 0;
+  if (typeof reply === 'string') return /^\d{1,20}$/.test(reply) ? saturate(Number(reply)) : SATURATED_COUNT;
+  throw storeError(reply);
+}
+
+/**
+ * One op's result from its replies starting at `at` (opReplyCount(op) of them). Throws StoreError
+ * on an error reply (INCRBY's overflow reads saturated, as in `increment`); NOSCRIPT when the
+ * bucket script was not cached.
+ */
+export function opResult(op: CounterOp, replies: readonly RespReply[], at: number): OpResult | typeof NOSCRIPT {
+  const first = replies[at] ?? null;
+  if (op.bucket !== undefined) {
+    if (isNoScript(first)) return NOSCRIPT;
+    if (Array.isArray(first) && typeof first[0] === 'number' && (first[1] === 0 || first[1] === 1)) return { value: saturate(first[0]), admitted: first[1] === 1 };
+    throw storeError(first);
+  }
+  let value: number;
+  if (typeof first === 'number') value = saturate(first);
+  else if (isIncrOverflow(first)) value = SATURATED_COUNT;
+  else throw storeError(first);
+  const expire = replies[at + 1] ?? null;
+  if (typeof expire !== 'number') throw storeError(expire);
+  if (op.previousKey === undefined) return { value };
+  return { value, previous: previousCount(replies[at + 2] ?? null) };
+}
+
+/**
+ * Results of `ops` from their concatenated replies; the indexes of the ops that met NOSCRIPT are
+ * returned for a second pass (their slots in `out` stay unset).
+ */
+export function opResults(ops: readonly CounterOp[], replies: readonly RespReply[], out: OpResult[]): number[] | undefined {
+  let at = 0;
+  let missing: number[] | undefined;
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i] as CounterOp;
+    const r = opResult(op, replies, at);
+    at += opReplyCount(op);
+    if (r === NOSCRIPT) (missing ??= []).push(i);
+    else out[i] = r;
+  }
+  return missing;
 }

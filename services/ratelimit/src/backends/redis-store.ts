@@ -4,10 +4,11 @@
 // in one event-loop turn share one socket write (see resp-connection.ts); bench/store-micro.mjs
 // compares this client with ioredis.
 import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
-import { StoreError, type CounterOp, type CounterStore, type RandomSource, type StatsStore } from '@rls/engine';
+import { StoreError, type Algorithm, type CounterOp, type CounterStore, type OpResult, type RandomSource, type StatsStore } from '@rls/engine';
 import { ConnectionPool, type OnEmptyBehavior, type StoreLogger } from './connection-pool.js';
-import { encodeCommand, encodeIncrements, IncrementReplies, MgetReply } from './redis-commands.js';
+import { encodeCommand, encodeExecute, encodeIncrements, IncrementReplies, MgetReply, opResults, RawReplies } from './redis-commands.js';
 import type { RespEndpoint } from './resp-connection.js';
+import type { RespReply } from './resp-parser.js';
 
 export type { StoreLogger } from './connection-pool.js';
 
@@ -111,8 +112,38 @@ export function getVia(pool: ConnectionPool, keys: readonly string[]): Promise<n
   return new Promise((resolve, reject) => pool.send(text, new MgetReply(resolve, reject)));
 }
 
+/** What every Redis mode runs: sliding window by INCRBY+EXPIRE+GET, token bucket by a Lua script. */
+export const REDIS_ALGORITHMS: ReadonlySet<Algorithm> = new Set<Algorithm>(['fixed_window', 'sliding_window', 'token_bucket']);
+
+function sendRaw(pool: ConnectionPool, text: string, count: number): Promise<RespReply[]> {
+  return new Promise((resolve, reject) => pool.send(text, new RawReplies(count, resolve, reject)));
+}
+
+/**
+ * CounterStore.execute through `pool`: every op's commands in one pipelined round trip
+ * (redis-commands.ts). Bucket ops call the script by its hash; when Redis answers NOSCRIPT (its
+ * script cache was flushed, or the node restarted or took over), those ops (which did not run)
+ * are sent again with EVAL, which also reloads the script: one extra round trip, once.
+ * (Should one request carry the same bucket key twice while another client reloads the script
+ * between them, the retried op runs after the later one: both still run exactly once.)
+ */
+export async function executeVia(pool: ConnectionPool, ops: readonly CounterOp[]): Promise<OpResult[]> {
+  if (ops.length === 0) return [];
+  const first = encodeExecute(ops);
+  const out = new Array<OpResult>(ops.length);
+  const missing = opResults(ops, await sendRaw(pool, first.text, first.replies), out);
+  if (missing === undefined) return out;
+  const retryOps = missing.map((i) => ops[i] as CounterOp);
+  const again = encodeExecute(retryOps, true);
+  const retried = new Array<OpResult>(retryOps.length);
+  if (opResults(retryOps, await sendRaw(pool, again.text, again.replies), retried) !== undefined) throw new StoreError('redis error: NOSCRIPT after EVAL');
+  missing.forEach((i, j) => (out[i] = retried[j] as OpResult));
+  return out;
+}
+
 export class RedisStore implements CounterStore {
   readonly kind = 'redis';
+  readonly algorithms: ReadonlySet<Algorithm> = REDIS_ALGORITHMS;
   readonly pool: ConnectionPool;
 
   constructor(opts: RedisStoreOptions) {
@@ -122,6 +153,10 @@ export class RedisStore implements CounterStore {
 
   increment(ops: readonly CounterOp[]): Promise<number[]> {
     return incrementVia(this.pool, ops);
+  }
+
+  execute(ops: readonly CounterOp[]): Promise<OpResult[]> {
+    return executeVia(this.pool, ops);
   }
 
   get(keys: readonly string[]): Promise<number[]> {

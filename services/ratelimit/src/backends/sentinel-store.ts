@@ -11,9 +11,9 @@
 //
 // KVSTORE_SENTINEL_AUTH authenticates to the sentinels only; KVSTORE_AUTH to the data nodes. TLS
 // settings apply to both. "Connected" means a verified connection to the current master is up.
-import { StoreError, mathRandom, type CounterOp, type CounterStore } from '@rls/engine';
+import { StoreError, mathRandom, type Algorithm, type CounterOp, type CounterStore, type OpResult } from '@rls/engine';
 import { ConnectionPool } from './connection-pool.js';
-import { authCommand, getVia, incrementVia, parseRedisEndpoint, poolOptionsFrom, type RedisStoreOptions } from './redis-store.js';
+import { authCommand, executeVia, getVia, incrementVia, parseRedisEndpoint, poolOptionsFrom, REDIS_ALGORITHMS, type RedisStoreOptions } from './redis-store.js';
 import { encodeCommand, HandshakeReplies, RawReplies } from './redis-commands.js';
 import { RespConnection, type ReplyHandler, type RespEndpoint } from './resp-connection.js';
 import { RespErrorReply, type RespReply } from './resp-parser.js';
@@ -57,6 +57,7 @@ class SubscriptionHandler implements ReplyHandler {
 
 export class SentinelStore implements CounterStore {
   readonly kind = 'redis';
+  readonly algorithms: ReadonlySet<Algorithm> = REDIS_ALGORITHMS;
   readonly masterName: string;
   private readonly sentinels: RespEndpoint[];
   private readonly queryPools: ConnectionPool[];
@@ -130,6 +131,14 @@ export class SentinelStore implements CounterStore {
     const pool = this.pool;
     if (pool !== undefined) return incrementVia(pool, ops);
     return this.waitForMaster(this.opts.timeoutMs).then((p) => incrementVia(p, ops));
+  }
+
+  /** As in single mode; a master that took over has no cached script yet: the NOSCRIPT fallback loads it. */
+  execute(ops: readonly CounterOp[]): Promise<OpResult[]> {
+    if (ops.length === 0) return Promise.resolve([]);
+    const pool = this.pool;
+    if (pool !== undefined) return executeVia(pool, ops);
+    return this.waitForMaster(this.opts.timeoutMs).then((p) => executeVia(p, ops));
   }
 
   get(keys: readonly string[]): Promise<number[]> {

@@ -1,16 +1,40 @@
 // KVSTORE_PERSECOND=true: ops of limits with unit second (windowSeconds 1) go to a second store,
 // all other ops to the main one. Both stores are called at the same time (upstream calls them one
-// after the other), so a request that touches both costs one round trip, not two.
-import type { CounterOp, CounterStore } from '@rls/engine';
+// after the other), so a request that touches both costs one round trip, not two. An algorithm is
+// offered when both stores run it (a sliding op's two keys share its window, so they stay together).
+import { StoreError, type Algorithm, type CounterOp, type CounterStore, type OpResult } from '@rls/engine';
 
 export class PerSecondSplitStore implements CounterStore {
   readonly kind: string;
+  /** The algorithms both stores run (both are Redis stores in practice: all three). */
+  readonly algorithms: ReadonlySet<Algorithm>;
 
   constructor(
     readonly main: CounterStore,
     readonly perSecond: CounterStore,
   ) {
     this.kind = main.kind;
+    const both = [...(main.algorithms ?? ['fixed_window' as const])].filter((a) => a === 'fixed_window' || perSecond.algorithms?.has(a) === true);
+    this.algorithms = new Set(both);
+  }
+
+  async execute(ops: readonly CounterOp[]): Promise<OpResult[]> {
+    const main = this.main.execute?.bind(this.main);
+    const second = this.perSecond.execute?.bind(this.perSecond);
+    if (main === undefined || second === undefined) throw new StoreError(`${this.kind}: the per-second split store runs execute only over stores that both support it`);
+    let secondCount = 0;
+    for (const op of ops) if (op.windowSeconds === 1) secondCount++;
+    if (secondCount === 0) return main(ops);
+    if (secondCount === ops.length) return second(ops);
+    const mainOps: CounterOp[] = [];
+    const secondOps: CounterOp[] = [];
+    for (const op of ops) (op.windowSeconds === 1 ? secondOps : mainOps).push(op);
+    const [a, b] = await Promise.all([main(mainOps), second(secondOps)]);
+    const out = new Array<OpResult>(ops.length);
+    let i = 0;
+    let j = 0;
+    for (let k = 0; k < ops.length; k++) out[k] = (ops[k] as CounterOp).windowSeconds === 1 ? (b[j++] as OpResult) : (a[i++] as OpResult);
+    return out;
   }
 
   async increment(ops: readonly CounterOp[]): Promise<number[]> {

@@ -10,7 +10,8 @@ import type { RuleSnapshot } from '../provider/rule-snapshot.js';
 import { createXdsRuleProvider, type XdsRuleProvider } from '../provider/xds-rule-provider.js';
 import { xdsConnectionOptions } from '../provider/xds-settings.js';
 import type { Settings } from '../settings.js';
-import type { StatsStore } from '@rls/engine';
+import { unsupportedAlgorithmError, type StatsStore } from '@rls/engine';
+import { BACKEND_ALGORITHMS } from '../compose-counter-store.js';
 
 /** The stats of rule loading: counted by the primary only (StatsAggregator ignores the workers' copies). */
 export const CONFIG_LOAD_SUCCESS = 'ratelimit.service.config_load_success';
@@ -22,6 +23,8 @@ export interface PrimaryRuleSource {
   current(): { seq: number; snapshot: RuleSnapshot | undefined };
   /** Called after every good load with the new snapshot. */
   onChange(fn: (seq: number, snapshot: RuleSnapshot) => void): void;
+  /** Called after every rejected load (the workers keep their rules; the operator page shows it). */
+  onFailure(fn: (failure: LoadFailure) => void): void;
   /**
    * Resolves when workers may start: at once for files (the first load is done) and with
    * FORCE_START_WITHOUT_INITIAL_CONFIG; otherwise at the first xDS configuration event.
@@ -30,6 +33,12 @@ export interface PrimaryRuleSource {
   /** The xDS client, when CONFIG_TYPE=GRPC_XDS_SOTW. */
   readonly xds: XdsRuleProvider | undefined;
   stop(): void;
+}
+
+export interface LoadFailure {
+  readonly source: 'file' | 'xds';
+  readonly error: string;
+  readonly file?: string | undefined;
 }
 
 export interface PrimaryRuleDeps {
@@ -42,8 +51,25 @@ export function startPrimaryRuleSource(settings: Settings, deps: PrimaryRuleDeps
   const { stats, logger } = deps;
   const loadSuccess = stats.counter(CONFIG_LOAD_SUCCESS);
   const loadError = stats.counter(CONFIG_LOAD_ERROR);
-  // The primary serves no requests: the compiled rule set only proves the load valid.
-  const sink: RuleSink = { setRuleSet: () => loadSuccess.inc(), recordConfigError: () => loadError.inc() };
+  const failureListeners: ((failure: LoadFailure) => void)[] = [];
+  const failed = (failure: LoadFailure): void => {
+    for (const l of failureListeners) l(failure);
+  };
+  const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+  // The primary serves no requests: the compiled rule set only proves the load valid, including
+  // that the workers' store runs every rule's algorithm (each worker would refuse it otherwise).
+  const support = BACKEND_ALGORITHMS[settings.backendType];
+  const sink: RuleSink = {
+    setRuleSet: (rules) => {
+      const refused = unsupportedAlgorithmError(rules, support);
+      if (refused !== undefined) throw refused;
+      loadSuccess.inc();
+    },
+    recordConfigError: (err) => {
+      loadError.inc();
+      if (settings.configType === 'GRPC_XDS_SOTW') failed({ source: 'xds', error: messageOf(err) });
+    },
+  };
   let seq = 0;
   let snapshot: RuleSnapshot | undefined;
   const listeners: ((seq: number, snapshot: RuleSnapshot) => void)[] = [];
@@ -55,6 +81,7 @@ export function startPrimaryRuleSource(settings: Settings, deps: PrimaryRuleDeps
   const base = {
     current: () => ({ seq, snapshot }),
     onChange: (fn: (seq: number, snapshot: RuleSnapshot) => void) => void listeners.push(fn),
+    onFailure: (fn: (failure: LoadFailure) => void) => void failureListeners.push(fn),
   };
 
   if (settings.configType === 'GRPC_XDS_SOTW') {
@@ -78,6 +105,7 @@ export function startPrimaryRuleSource(settings: Settings, deps: PrimaryRuleDeps
   files.onLoad((outcome) => {
     loads += 1;
     if (outcome.ok) publish({ kind: 'file', version: String(loads), sources: outcome.sources });
+    else failed({ source: 'file', error: outcome.error.message, file: outcome.file });
   });
   files.load();
   files.start();

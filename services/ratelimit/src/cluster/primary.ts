@@ -23,7 +23,7 @@ import { startStatsSinks, type StatsSinksOptions } from '../stats/stats-sinks.js
 import { baseDelayMs, type ExponentialBackoff } from '@rls/backoff';
 import { StatsStore } from '@rls/engine';
 import { PRIMARY_OWNED_STATS, startPrimaryRuleSource } from './primary-rules.js';
-import { isRulesRequest, type RulesMessage } from './rules-channel.js';
+import { isRulesRequest, type RulesErrorMessage, type RulesMessage } from './rules-channel.js';
 import { isStatsBatch, isStatsTotalsQuery, StatsAggregator, statsTotalsOf } from './stats-relay.js';
 
 export interface PrimaryOptions {
@@ -81,6 +81,14 @@ export async function runPrimary(o: PrimaryOptions): Promise<void> {
   rules.onChange(() => {
     const msg = rulesMessage();
     // A worker still starting may miss this; it asks for the current rules itself.
+    for (const w of Object.values(cluster.workers ?? {})) {
+      if (w !== undefined) sendTo(w, msg);
+    }
+  });
+
+  rules.onFailure((f) => {
+    // Cut here: the message crosses the IPC channel once per worker (the operator page shows it).
+    const msg: RulesErrorMessage = { t: 'rls-rules-error', at: Date.now(), source: f.source, error: f.error.slice(0, 1000), ...(f.file !== undefined ? { file: f.file.slice(0, 256) } : {}) };
     for (const w of Object.values(cluster.workers ?? {})) {
       if (w !== undefined) sendTo(w, msg);
     }

@@ -18,6 +18,25 @@ export function isRulesMessage(msg: unknown): msg is RulesMessage {
   return typeof msg === 'object' && msg !== null && (msg as { t?: unknown }).t === 'rls-rules' && typeof (msg as { seq?: unknown }).seq === 'number';
 }
 
+/**
+ * A load the primary rejected (the workers keep their rules), sent to every worker for the operator
+ * page's reload history. Texts are cut by the sender; a worker that starts later does not get it.
+ */
+export interface RulesErrorMessage {
+  t: 'rls-rules-error';
+  at: number;
+  /** `file` or `xds`. */
+  source: string;
+  error: string;
+  file?: string;
+}
+
+export function isRulesErrorMessage(msg: unknown): msg is RulesErrorMessage {
+  if (typeof msg !== 'object' || msg === null) return false;
+  const m = msg as { t?: unknown; at?: unknown; source?: unknown; error?: unknown; file?: unknown };
+  return m.t === 'rls-rules-error' && typeof m.at === 'number' && typeof m.source === 'string' && typeof m.error === 'string' && (m.file === undefined || typeof m.file === 'string');
+}
+
 export function isRulesRequest(msg: unknown): boolean {
   return typeof msg === 'object' && msg !== null && (msg as { t?: unknown }).t === RULES_GET;
 }

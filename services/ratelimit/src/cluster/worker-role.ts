@@ -6,7 +6,7 @@ import cluster from 'node:cluster';
 import type { Logger } from '../logger.js';
 import { isRuleSnapshot, type RuleSnapshot } from '../provider/rule-snapshot.js';
 import { StatsStore } from '@rls/engine';
-import { isRulesMessage, RULES_GET, type RulesMessage } from './rules-channel.js';
+import { isRulesErrorMessage, isRulesMessage, RULES_GET, type RulesErrorMessage, type RulesMessage } from './rules-channel.js';
 import { isStatsTotals, storeOfTotals, WorkerStatsRelay, type StatsBatch, type StatsTotals, type StatsTotalsQuery } from './stats-relay.js';
 
 /** How long /stats waits for the primary's totals before answering with an error. */
@@ -23,6 +23,8 @@ export interface WorkerRole {
   readonly firstRules: Promise<void>;
   /** Calls `fn` with the current snapshot at once (when one arrived) and with every newer one. */
   onRules(fn: (snapshot: RuleSnapshot | undefined) => void): void;
+  /** Calls `fn` for every load the primary rejects from now on (the operator page's reload history). */
+  onRulesError(fn: (failure: RulesErrorMessage) => void): void;
   /** The service-wide statistics: this worker's changes are sent first, then the primary's totals are read. */
   statsTotals(): Promise<StatsStore>;
   /** Tells the primary the listeners are open. */
@@ -52,6 +54,7 @@ export function startWorkerRole(logger: Logger): WorkerRole {
   let rulesSeq = -1;
   let rules: RuleSnapshot | undefined;
   const rulesListeners: ((snapshot: RuleSnapshot | undefined) => void)[] = [];
+  const rulesErrorListeners: ((failure: RulesErrorMessage) => void)[] = [];
   let gotRules: () => void = () => undefined;
   let noPrimary: (err: Error) => void = () => undefined;
   const firstRules = new Promise<void>((resolve, reject) => {
@@ -67,6 +70,10 @@ export function startWorkerRole(logger: Logger): WorkerRole {
   process.on('message', (msg: unknown) => {
     if (isRulesMessage(msg)) {
       onRulesMessage(msg);
+      return;
+    }
+    if (isRulesErrorMessage(msg)) {
+      for (const l of rulesErrorListeners) l(msg);
       return;
     }
     if (isStatsTotals(msg)) {
@@ -99,6 +106,7 @@ export function startWorkerRole(logger: Logger): WorkerRole {
       rulesListeners.push(fn);
       if (rulesSeq >= 0) fn(rules);
     },
+    onRulesError: (fn) => void rulesErrorListeners.push(fn),
     statsTotals: async () => {
       await relay.flush();
       const queryId = ++totalsSeq;

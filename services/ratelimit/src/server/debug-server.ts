@@ -7,6 +7,8 @@
 //   /debug/pprof/profile      CPU profile for ?seconds=N (default 30, 1..120) as a .cpuprofile
 //   /debug/pprof/heap         heap snapshot as a .heapsnapshot
 // Both profiles load in Chrome DevTools (Performance / Memory tab, "Load profile").
+//   /operator/                the operator page and its JSON (operator/operator-routes.ts), unless
+//                             OPERATOR_PAGE=off; loopback clients only by default
 // Unknown paths answer 404 with the index as the body (upstream answers them 200 with the index;
 // a 404 tells scripts they asked for something that does not exist, the body still guides people).
 import { once } from 'node:events';
@@ -18,6 +20,7 @@ import type { RuleSet, StatsStore } from '@rls/engine';
 import { ConnectionGuard, createBoundedHttpServer, DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './connection-guard.js';
 import { CpuProfiler, heapSnapshotStream } from './debug-profiler.js';
 import { LIMIT_SETTING_DEFS } from './limits-settings.js';
+import type { OperatorRoutes } from '../operator/operator-routes.js';
 import { silentLogger, type TransportLogger } from './transport-logger.js';
 
 export interface DebugServerOptions {
@@ -32,6 +35,8 @@ export interface DebugServerOptions {
   timeouts?: HttpTimeouts | undefined;
   /** Most open connections (default DEBUG_MAX_CONNECTIONS' default; 0 = no limit). */
   maxConnections?: number | undefined;
+  /** The operator page under /operator (absent: OPERATOR_PAGE=off, those paths answer 404). */
+  operator?: OperatorRoutes | undefined;
 }
 
 export interface DebugServer {
@@ -178,10 +183,12 @@ class DebugServerImpl {
   private readonly profiler = new CpuProfiler();
   private readonly logger: TransportLogger;
   private readonly maxSeconds: number;
+  private readonly endpoints: Readonly<Record<string, string>>;
 
   constructor(private readonly opts: DebugServerOptions) {
     this.logger = opts.logger ?? silentLogger;
     this.maxSeconds = opts.maxProfileSeconds ?? 120;
+    this.endpoints = opts.operator === undefined ? ENDPOINTS : { ...ENDPOINTS, '/operator/': 'operator page: rules, reloads, top over-limit descriptors, rates, store (loopback clients only unless OPERATOR_PAGE=on)' };
     this.server = createBoundedHttpServer(opts.timeouts ?? DEFAULT_HTTP_TIMEOUTS, (req, res) => {
       guard.requestStarted(req, res);
       this.route(req, res).catch((err: unknown) => {
@@ -207,9 +214,10 @@ class DebugServerImpl {
       sendText(res, 405, `method ${req.method ?? ''} not allowed; use GET\n`, { allow: 'GET, HEAD' });
       return;
     }
+    if (this.opts.operator?.handle(req, res, path) === true) return;
     switch (path) {
       case '/':
-        sendText(res, 200, indexText(ENDPOINTS));
+        sendText(res, 200, indexText(this.endpoints));
         return;
       case '/rlconfig':
         sendText(res, 200, this.opts.rules()?.dump() ?? '');
@@ -231,7 +239,7 @@ class DebugServerImpl {
         this.heap(res);
         return;
       default:
-        sendText(res, 404, indexText(ENDPOINTS));
+        sendText(res, 404, indexText(this.endpoints));
     }
   }
 

@@ -17,7 +17,7 @@ import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span,
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, type SpanExporter } from '@opentelemetry/sdk-trace-base';
-import type { CounterOp, CounterStore } from '@rls/engine';
+import type { Algorithm, CounterOp, CounterStore, OpResult } from '@rls/engine';
 import type { Logger } from '../logger.js';
 import type { CallContext, ShouldRateLimitFn } from '../server/grpc-server.js';
 
@@ -134,6 +134,8 @@ function endWith<T>(span: Span, work: Promise<T>): Promise<T> {
 class TracedStore implements CounterStore {
   readonly kind: string;
   readonly onConnectionChange?: (listener: (connected: boolean) => void) => void;
+  readonly algorithms?: ReadonlySet<Algorithm>;
+  readonly execute?: (ops: readonly CounterOp[]) => Promise<OpResult[]>;
 
   constructor(
     private readonly inner: CounterStore,
@@ -143,6 +145,17 @@ class TracedStore implements CounterStore {
   ) {
     this.kind = inner.kind;
     if (inner.onConnectionChange !== undefined) this.onConnectionChange = (l) => inner.onConnectionChange?.(l);
+    // Sliding windows and token buckets (CounterStore.execute) are traced like increments.
+    if (inner.algorithms !== undefined) this.algorithms = inner.algorithms;
+    const execute = inner.execute?.bind(inner);
+    if (execute !== undefined) {
+      this.execute = (ops) => {
+        const parent = this.active.getStore();
+        if (parent === undefined) return execute(ops);
+        const span = this.tracer.startSpan(this.spanName, { kind: SpanKind.CLIENT, attributes: { 'pipeline length': ops.length } }, parent);
+        return endWith(span, execute(ops));
+      };
+    }
   }
 
   increment(ops: readonly CounterOp[]): Promise<number[]> {

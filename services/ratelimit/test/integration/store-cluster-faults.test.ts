@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { startRedisCluster, waitFor, type ClusterNode } from '@rls/testkit';
 import { ClusterStore } from '../../src/backends/cluster-store.js';
 import { keySlot } from '../../src/backends/cluster-slots.js';
+import { BUCKET_SCRIPT_SHA } from '../../src/backends/redis-commands.js';
 import { StoreError, type CounterOp } from '@rls/engine';
 
 const unhandled: unknown[] = [];
@@ -41,6 +42,40 @@ describe('ClusterStore when the topology changes', () => {
       // Parallel traffic through the move sees every value once.
       const results = await Promise.all(Array.from({ length: 50 }, () => store.increment([op(k2)])));
       assert.deepEqual(results.map((r) => r[0]).sort((a, b) => (a ?? 0) - (b ?? 0)), Array.from({ length: 50 }, (_v, i) => i + 4));
+    } finally {
+      await store.close();
+      await cluster.stop();
+    }
+  });
+
+  test('a bucket key migrated: ASK and MOVED lead the script to the target, which gets it by EVAL (NOSCRIPT)', async () => {
+    const cluster = await startRedisCluster({ masters: 3 });
+    const store = new ClusterStore({ nodes: [cluster.nodes[0]!.url], poolSize: 2, timeoutMs: 2_000 });
+    const E = 10_000_000;
+    const t = 1_700_000_000_000_000;
+    const tb = (key: string, addend = 1): CounterOp => ({ key, addend, expireSeconds: 0, windowSeconds: 1, bucket: { nowUs: t, emissionUs: E, toleranceUs: 100 * E } });
+    const sw = (key: string, previousKey: string): CounterOp => ({ key, previousKey, addend: 1, expireSeconds: 120, windowSeconds: 60 });
+    try {
+      await store.waitUntilConnected(5_000);
+      const k = '{migb}tb';
+      const slot = keySlot(k);
+      const from = await cluster.ownerOf(slot);
+      const to = cluster.nodes.find((n) => n !== from) as ClusterNode;
+      assert.deepEqual(await store.execute([tb(k)]), [{ value: t + E, admitted: true }]);
+      await cluster.beginMigration(slot, from, to);
+      assert.equal(await cluster.moveKeys(slot, from, to), 1);
+      assert.deepEqual(await to.call('SCRIPT', 'EXISTS', BUCKET_SCRIPT_SHA), [0], 'the target never saw the script');
+      // The source answers ASK; the target answers NOSCRIPT behind ASKING; EVAL goes the same way.
+      assert.deepEqual(await store.execute([tb(k), sw('{migb}cur', '{migb}prev'), tb('{migb}new', 2)]), [
+        { value: t + 2 * E, admitted: true },
+        { value: 1, previous: 0 },
+        { value: t + 2 * E, admitted: true },
+      ]);
+      assert.deepEqual(await to.call('SCRIPT', 'EXISTS', BUCKET_SCRIPT_SHA), [1], 'EVAL loaded it on the target');
+      await cluster.finishMigration(slot, to);
+      // The store's slot map still names the source: MOVED, then EVALSHA on the target (cached now).
+      assert.deepEqual(await store.execute([tb(k, 3)]), [{ value: t + 5 * E, admitted: true }]);
+      assert.equal(await to.call('GET', k), String(t + 5 * E));
     } finally {
       await store.close();
       await cluster.stop();

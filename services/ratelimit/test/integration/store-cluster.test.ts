@@ -5,6 +5,8 @@ import { ClusterStore } from '../../src/backends/cluster-store.js';
 import { crc16, keySlot } from '../../src/backends/cluster-slots.js';
 import { StatsStore, type CounterOp } from '@rls/engine';
 import { runCounterStoreContract } from '../support/store-contract.js';
+import { runAlgorithmStoreCases } from './algorithm-store-cases.js';
+import { runAlgorithmContract } from '../support/algorithm-contract.js';
 
 let cluster: RedisCluster;
 before(async () => {
@@ -27,6 +29,35 @@ runCounterStoreContract('redis cluster (3 masters)', async () => {
     cleanup: () => store.close(),
     ttlSeconds: async (key: string) => (await (await cluster.ownerOf(await cluster.keySlot(key))).call('TTL', key)) as number,
   };
+});
+
+const ownerCall = async (key: string, ...args: string[]) => (await cluster.ownerOf(keySlot(key))).call(...args);
+
+runAlgorithmStoreCases(
+  'redis cluster (3 masters)',
+  async () => {
+    await flushAll();
+    const store = new ClusterStore({ nodes: [cluster.nodes[0]!.url], poolSize: 2, timeoutMs: 2_000 });
+    await store.waitUntilConnected(5_000);
+    return {
+      store,
+      raw: async (key) => ((await ownerCall(key, 'GET', key)) as string | null) ?? undefined,
+      plant: async (key, value) => void (await ownerCall(key, 'SET', key, value)),
+      pttl: async (key) => (await ownerCall(key, 'PTTL', key)) as number,
+      cleanup: () => store.close(),
+    };
+  },
+  {
+    bucket: true,
+    plantWrongType: async (_h, key) => void (await ownerCall(key, 'LPUSH', key, 'x')),
+    flushScripts: async () => void (await Promise.all(cluster.nodes.map((n) => n.call('SCRIPT', 'FLUSH')))),
+  },
+);
+
+runAlgorithmContract('redis cluster (3 masters)', async () => {
+  const store = new ClusterStore({ nodes: [cluster.nodes[0]!.url], poolSize: 2, timeoutMs: 2_000 });
+  await store.waitUntilConnected(5_000);
+  return { store, cleanup: () => store.close() };
 });
 
 const op = (key: string, addend = 1): CounterOp => ({ key, addend, expireSeconds: 60, windowSeconds: 60 });
@@ -83,6 +114,44 @@ describe('ClusterStore specifics', () => {
       const ms = performance.now() - t0;
       assert.ok(ms >= pauseMs * 0.7, `the pause was in effect (${ms} ms)`);
       assert.ok(ms < pauseMs * 2, `one pause, not three: ${ms} ms`);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('execute: sliding and bucket ops with keys on all three masters in one call; one node without the script', async () => {
+    await flushAll();
+    const store = new ClusterStore({ nodes: [cluster.nodes[0]!.url], poolSize: 1, timeoutMs: 2_000 });
+    try {
+      await store.waitUntilConnected(5_000);
+      const byNode = new Map<string, string[]>();
+      for (let i = 0; [...byNode.values()].filter((ks) => ks.length >= 3).length < 3; i++) {
+        const k = `multi_${i}`;
+        const owner = (await cluster.ownerOf(keySlot(k))).url;
+        byNode.set(owner, [...(byNode.get(owner) ?? []), k]);
+      }
+      const [a, b, c] = [...byNode.values()].map((ks) => ks.slice(0, 3)) as [string[], string[], string[]];
+      const t = 1_700_000_000_000_000;
+      const tb = (key: string, addend: number): CounterOp => ({ key, addend, expireSeconds: 0, windowSeconds: 1, bucket: { nowUs: t, emissionUs: 1_000_000, toleranceUs: 10_000_000 } });
+      const sw = (key: string, previousKey: string, addend: number): CounterOp => ({ key, previousKey, addend, expireSeconds: 120, windowSeconds: 60 });
+      // Previous windows on other nodes than their current keys.
+      await store.increment([op(b[0]!, 4), op(c[0]!, 5), op(a[0]!, 6)]);
+      // Only the third node forgot the script: its ops alone take the EVAL path.
+      await store.execute([tb(a[1]!, 1), tb(b[1]!, 1), tb(c[1]!, 1)]);
+      await (await cluster.ownerOf(keySlot(c[1]!))).call('SCRIPT', 'FLUSH');
+      const got = await store.execute([sw(a[2]!, b[0]!, 1), tb(a[1]!, 2), sw(b[2]!, c[0]!, 2), tb(b[1]!, 3), sw(c[2]!, a[0]!, 3), tb(c[1]!, 4), tb(c[1]!, 20)]);
+      assert.deepEqual(got, [
+        { value: 1, previous: 4 },
+        { value: t + 3_000_000, admitted: true },
+        { value: 2, previous: 5 },
+        { value: t + 4_000_000, admitted: true },
+        { value: 3, previous: 6 },
+        { value: t + 5_000_000, admitted: true },
+        { value: t + 5_000_000, admitted: false },
+      ]);
+      for (const [key, want] of [[a[2]!, '1'], [b[2]!, '2'], [c[2]!, '3'], [a[1]!, String(t + 3_000_000)], [b[1]!, String(t + 4_000_000)], [c[1]!, String(t + 5_000_000)], [b[0]!, '4']] as [string, string][]) {
+        assert.equal(await ownerCall(key, 'GET', key), want, `${key} on its slot owner`);
+      }
     } finally {
       await store.close();
     }

@@ -10,6 +10,8 @@ import { expirationField, invalidKeyReason, parseCounter } from '../../src/backe
 import { HashRing, keyHash } from '../../src/backends/memcached-ring.js';
 import { createSrvLookup, resolveSrvTargets } from '../../src/backends/srv.js';
 import { runCounterStoreContract, type ContractTraits } from '../support/store-contract.js';
+import { runAlgorithmStoreCases } from './algorithm-store-cases.js';
+import { runAlgorithmContract } from '../support/algorithm-contract.js';
 
 let a: MemcachedServer;
 let b: MemcachedServer;
@@ -65,6 +67,46 @@ runCounterStoreContract(
     return { store, cleanup: () => store.close(), ttlSeconds: ttlOf(store) };
   },
   traits,
+);
+
+/** The test server holding `key` for `store`. */
+const serverOf = (store: MemcachedStore, key: string): MemcachedServer => {
+  const node = store.nodeFor(key);
+  const server = [a, b].find((s) => node !== undefined && parseHostPort(node).port === s.port);
+  if (server === undefined) throw new Error(`no node for ${key}`);
+  return server;
+};
+
+runAlgorithmStoreCases(
+  'memcached, 2 nodes',
+  async () => {
+    await Promise.all([a.flushAll(), b.flushAll()]);
+    const store = new MemcachedStore({ servers: [a.url, b.url], connectionsPerNode: 2, timeoutMs: 2_000, clock: systemClock });
+    await store.waitUntilConnected(5_000);
+    return {
+      store,
+      raw: (key) => serverOf(store, key).get(key),
+      plant: async (key, value) => void (await serverOf(store, key).command(`set ${key} 0 0 ${Buffer.byteLength(value)}\r\n${value}\r\n`, /STORED\r\n$/)),
+      pttl: async (key) => {
+        const t = await serverOf(store, key).ttl(key);
+        return t === undefined ? -2 : t * 1000;
+      },
+      settle: () => store.settled(),
+      cleanup: () => store.close(),
+    };
+  },
+  { bucket: false },
+);
+
+// token_bucket is left out on purpose (memcached-store.ts): the contract checks that such rules are refused.
+runAlgorithmContract(
+  'memcached, 2 nodes',
+  async () => {
+    const store = new MemcachedStore({ servers: [a.url, b.url], connectionsPerNode: 2, timeoutMs: 2_000, clock: systemClock });
+    await store.waitUntilConnected(5_000);
+    return { store, cleanup: () => store.close() };
+  },
+  { algorithms: ['sliding_window'], settle: (s) => (s as MemcachedStore).settled() },
 );
 
 describe('MemcachedStore specifics', () => {

@@ -35,6 +35,35 @@ runCounterStoreContract('per-second split (two Redis servers)', async () => {
 const op = (key: string, windowSeconds: number, addend = 1): CounterOp => ({ key, addend, expireSeconds: windowSeconds, windowSeconds });
 
 describe('PerSecondSplitStore', () => {
+  test('execute: second-window ops (sliding pairs and buckets) go to the per-second Redis, in op order', async () => {
+    await Promise.all([main.call('FLUSHALL'), second.call('FLUSHALL')]);
+    const store = split();
+    try {
+      assert.deepEqual([...store.algorithms].sort(), ['fixed_window', 'sliding_window', 'token_bucket']);
+      const t = 1_700_000_000_000_000;
+      await store.increment([op('sp', 1, 3), op('mp', 60, 4)]);
+      const got = await store.execute([
+        { ...op('sc', 1), previousKey: 'sp' },
+        { ...op('mc', 60), previousKey: 'mp' },
+        { ...op('stb', 1), bucket: { nowUs: t, emissionUs: 1_000_000_000, toleranceUs: 5_000_000_000 } },
+        { ...op('mtb', 60), bucket: { nowUs: t, emissionUs: 60_000_000, toleranceUs: 60_000_000 } },
+      ]);
+      assert.deepEqual(got, [
+        { value: 1, previous: 3 },
+        { value: 1, previous: 4 },
+        { value: t + 1_000_000_000, admitted: true },
+        { value: t + 60_000_000, admitted: true },
+      ]);
+      assert.equal(await second.call('GET', 'sc'), '1');
+      assert.equal(await second.call('GET', 'stb'), String(t + 1_000_000_000));
+      assert.equal(await main.call('GET', 'mc'), '1');
+      assert.equal(await main.call('GET', 'mtb'), String(t + 60_000_000));
+      assert.equal(await main.call('GET', 'stb'), null);
+    } finally {
+      await store.close();
+    }
+  });
+
   test('second-window ops go to the per-second Redis, the others to the main one; values in op order', async () => {
     await Promise.all([main.call('FLUSHALL'), second.call('FLUSHALL')]);
     const store = split();

@@ -4,6 +4,8 @@ import { startRedis, type RedisServer } from '@rls/testkit';
 import { RedisStore, authCommand, parseRedisEndpoint } from '../../src/backends/redis-store.js';
 import { StoreError } from '@rls/engine';
 import { runCounterStoreContract } from '../support/store-contract.js';
+import { runAlgorithmStoreCases } from './algorithm-store-cases.js';
+import { runAlgorithmContract } from '../support/algorithm-contract.js';
 
 let redis: RedisServer;
 before(async () => {
@@ -27,6 +29,33 @@ const harness = (socketType: 'tcp' | 'unix') => async () => {
 
 runCounterStoreContract('redis over tcp', harness('tcp'));
 runCounterStoreContract('redis over a unix socket', harness('unix'));
+
+runAlgorithmStoreCases(
+  'redis single',
+  async () => {
+    await redis.call('FLUSHALL');
+    const store = new RedisStore({ url: redis.url, socketType: 'tcp', poolSize: 2, timeoutMs: 2_000 });
+    await store.waitUntilConnected(5_000);
+    return {
+      store,
+      raw: async (key) => ((await redis.call('GET', key)) as string | null) ?? undefined,
+      plant: async (key, value) => void (await redis.call('SET', key, value)),
+      pttl: async (key) => (await redis.call('PTTL', key)) as number,
+      cleanup: () => store.close(),
+    };
+  },
+  {
+    bucket: true,
+    plantWrongType: async (_h, key) => void (await redis.call('LPUSH', key, 'x')),
+    flushScripts: async () => void (await redis.call('SCRIPT', 'FLUSH')),
+  },
+);
+
+runAlgorithmContract('redis single', async () => {
+  const store = new RedisStore({ url: redis.url, socketType: 'tcp', poolSize: 2, timeoutMs: 2_000 });
+  await store.waitUntilConnected(5_000);
+  return { store, cleanup: () => store.close() };
+});
 
 describe('RedisStore specifics', () => {
   test('INCRBY and EXPIRE land in Redis with the given key, addend and TTL', async () => {

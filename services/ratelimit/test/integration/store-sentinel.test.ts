@@ -4,6 +4,9 @@ import { startSentinelSet, waitFor, type SentinelSet } from '@rls/testkit';
 import { parseSentinelUrl, SentinelStore } from '../../src/backends/sentinel-store.js';
 import { StoreError, type CounterOp } from '@rls/engine';
 import { runCounterStoreContract } from '../support/store-contract.js';
+import { runAlgorithmStoreCases } from './algorithm-store-cases.js';
+import { runAlgorithmContract } from '../support/algorithm-contract.js';
+import { BUCKET_SCRIPT_SHA } from '../../src/backends/redis-commands.js';
 
 const unhandled: unknown[] = [];
 process.on('unhandledRejection', (r) => unhandled.push(r));
@@ -29,7 +32,38 @@ runCounterStoreContract('redis sentinel (1 master, 1 replica, 3 sentinels)', asy
   return { store, cleanup: () => store.close(), ttlSeconds: async (key: string) => (await set.master.call('TTL', key)) as number };
 });
 
+runAlgorithmStoreCases(
+  'redis sentinel',
+  async () => {
+    await set.master.call('FLUSHALL');
+    const store = make();
+    await store.waitUntilConnected(5_000);
+    return {
+      store,
+      raw: async (key) => ((await set.master.call('GET', key)) as string | null) ?? undefined,
+      plant: async (key, value) => void (await set.master.call('SET', key, value)),
+      pttl: async (key) => (await set.master.call('PTTL', key)) as number,
+      cleanup: () => store.close(),
+    };
+  },
+  {
+    bucket: true,
+    plantWrongType: async (_h, key) => void (await set.master.call('LPUSH', key, 'x')),
+    flushScripts: async () => void (await set.master.call('SCRIPT', 'FLUSH')),
+  },
+);
+
+runAlgorithmContract('redis sentinel', async () => {
+  const store = make();
+  await store.waitUntilConnected(5_000);
+  return { store, cleanup: () => store.close() };
+});
+
 const op = (key: string): CounterOp => ({ key, addend: 1, expireSeconds: 60, windowSeconds: 60 });
+// A token bucket of one per 100 s (TTLs outlast the failover), burst 5, at a fixed caller time.
+const TB_NOW = 1_700_000_000_000_000;
+const TB_E = 100_000_000;
+const tbOp: CounterOp = { key: 'failover-tb', addend: 1, expireSeconds: 0, windowSeconds: 1, bucket: { nowUs: TB_NOW, emissionUs: TB_E, toleranceUs: 5 * TB_E } };
 
 describe('SentinelStore', () => {
   test('KVSTORE_URL needs a master name and at least one sentinel', () => {
@@ -101,6 +135,8 @@ describe('SentinelStore', () => {
         }
       })();
       await waitFor(() => ok >= 20, { what: 'traffic before the failover' });
+      assert.deepEqual(await store.execute([tbOp]), [{ value: TB_NOW + TB_E, admitted: true }]);
+      assert.equal(await set.master.call('WAIT', '1', '2000'), 1, 'the TAT reached the replica');
       await set.master.stop();
       const t0 = performance.now();
       await waitFor(async () => (await set.currentMaster()) !== oldMaster, { what: 'the sentinels to elect a new master', timeoutMs: 20_000, intervalMs: 100 });
@@ -116,6 +152,9 @@ describe('SentinelStore', () => {
       assert.ok(recoveryMs < 20_000, `recovered in ${Math.round(recoveryMs)} ms`);
       assert.equal(await set.node(newMaster).call('GET', 'failover'), String(lastValue), 'writes land on the new master');
       assert.deepEqual(events.slice(-2), [false, true]);
+      // The new master has the replicated TAT but not the script (never loaded there): NOSCRIPT, then EVAL.
+      assert.deepEqual(await set.node(newMaster).call('SCRIPT', 'EXISTS', BUCKET_SCRIPT_SHA), [0]);
+      assert.deepEqual(await store.execute([tbOp]), [{ value: TB_NOW + 2 * TB_E, admitted: true }]);
     } finally {
       await store.close();
     }

@@ -3,12 +3,16 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '@rls/testkit';
+import { describeAlgorithms, type Algorithm } from '@rls/engine';
+import { MEMCACHED_ALGORITHMS } from '../../src/backends/memcached-store.js';
 import { main } from '../../src/cli/ratelimit-config-check.js';
 
-function run(argv: string[]): { code: number; out: string[]; err: string[] } {
+const describeBackend = (kind: string, algorithms: ReadonlySet<Algorithm>): string => `${kind} (runs ${describeAlgorithms({ kind, algorithms })})`;
+
+function run(argv: string[], env: Record<string, string> = {}): { code: number; out: string[]; err: string[] } {
   const out: string[] = [];
   const err: string[] = [];
-  const code = main(argv, { out: (l) => out.push(l), err: (l) => err.push(l) });
+  const code = main(argv, { out: (l) => out.push(l), err: (l) => err.push(l) }, env);
   return { code, out, err };
 }
 
@@ -52,4 +56,53 @@ test('duplicate domains need -merge_domain_configs', () => {
 test('usage errors exit 2', () => {
   assert.equal(run([]).code, 2);
   assert.equal(run(['-nope']).code, 2);
+});
+
+test('the algorithm extension: validated, listed, and checked against the backend\'s store', () => {
+  const d = tempDir();
+  try {
+    writeFileSync(
+      join(d.path, 'a.yaml'),
+      'domain: d\ndescriptors:\n  - key: s\n    rate_limit: {unit: second, requests_per_unit: 5, algorithm: sliding_window}\n  - key: t\n    rate_limit: {unit: minute, requests_per_unit: 60, algorithm: token_bucket, burst: 10}\n',
+    );
+    const ok = run(['-config_dir', d.path]);
+    assert.equal(ok.code, 0, ok.err.join('\n'));
+    assert.ok(ok.out.includes('backend: redis (runs fixed_window, sliding_window, token_bucket)'));
+    assert.ok(ok.out.includes('  d.s: 5/SECOND algorithm=sliding_window'));
+    assert.ok(ok.out.includes('  d.t: 60/MINUTE algorithm=token_bucket burst=10'));
+    const memory = run(['-config_dir', d.path, '-backend_type', 'memory']);
+    assert.equal(memory.code, 0);
+    assert.ok(memory.out.includes('backend: memory (runs fixed_window, sliding_window, token_bucket)'));
+    // memcached: checked against what MemcachedStore declares (MEMCACHED_ALGORITHMS), from the flag or BACKEND_TYPE
+    for (const r of [run(['-config_dir', d.path, '-backend_type=memcache']), run(['-config_dir', d.path], { BACKEND_TYPE: 'mcstore' })]) {
+      if (MEMCACHED_ALGORITHMS.has('token_bucket')) {
+        assert.equal(r.code, 0, r.err.join('\n'));
+        assert.ok(r.out.includes(`backend: ${describeBackend('memcached', MEMCACHED_ALGORITHMS)}`));
+      } else {
+        assert.equal(r.code, 1);
+        assert.equal(
+          r.err[0],
+          `error loading rate limit configs: a.yaml: descriptor 'd.t': algorithm token_bucket is not supported by the memcached store: it cannot run a token bucket's read-compare-write of its timestamp atomically (it runs: ${describeAlgorithms({ kind: 'memcached', algorithms: MEMCACHED_ALGORITHMS })}); choose another algorithm or another store`,
+        );
+      }
+    }
+    writeFileSync(join(d.path, 'a.yaml'), 'domain: d\ndescriptors:\n  - key: s\n    rate_limit: {unit: second, requests_per_unit: 5, burst: 2}\n');
+    const bad = run(['-config_dir', d.path]);
+    assert.equal(bad.code, 1);
+    assert.equal(bad.err[0], "error loading rate limit configs: a.yaml: burst is only valid with algorithm token_bucket, not fixed_window (descriptor 'd.s', line 3)");
+    const badBackend = run(['-config_dir', d.path, '-backend_type', 'etcd']);
+    assert.equal(badBackend.code, 2);
+    assert.match(badBackend.err[0]!, /^invalid backend type "etcd" \(-backend_type\): expected redis, mcstore or memory/);
+  } finally {
+    d.cleanup();
+  }
+});
+
+test('the algorithm example rules are valid', () => {
+  const dir = new URL('../../../../examples/ratelimit/algorithms', import.meta.url).pathname;
+  const r = run(['-config_dir', dir]);
+  assert.equal(r.code, 0, r.err.join('\n'));
+  assert.match(r.out.join('\n'), /1 domain\(s\), 4 rule\(s\) with a limit/);
+  assert.ok(r.out.includes('  algorithms.upload: 10/SECOND algorithm=token_bucket burst=30'));
+  assert.ok(r.out.includes('  algorithms.remote_address.path_/login: 5/MINUTE algorithm=token_bucket burst=5'));
 });

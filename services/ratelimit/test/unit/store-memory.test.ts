@@ -115,3 +115,68 @@ describe('MemoryStore specifics', () => {
     assert.ok(store.queueLength() <= 5, `queue has ${store.queueLength()} entries`);
   });
 });
+
+describe('MemoryStore.execute (sliding windows and token buckets, counter-store.ts)', () => {
+  const T = 1_800_000_000_000; // ms
+  const bucket = (key: string, addend: number, nowUs: number, emissionUs = 10, toleranceUs = 30): CounterOp => ({
+    key,
+    addend,
+    expireSeconds: 1,
+    windowSeconds: 1,
+    bucket: { nowUs, emissionUs, toleranceUs },
+  });
+
+  test('claims every algorithm', () => {
+    const store = new MemoryStore({ clock: new FakeClock(T) });
+    assert.deepEqual([...store.algorithms].sort(), ['fixed_window', 'sliding_window', 'token_bucket']);
+  });
+
+  test('fixed ops as increment; sliding ops also read the previous key (0 when missing) without changing it', async () => {
+    const store = new MemoryStore({ clock: new FakeClock(T) });
+    await store.increment([op('prev', 7, 120)]);
+    const r = await store.execute([op('f', 2, 60), { ...op('cur', 3, 120), previousKey: 'prev' }, { ...op('cur2', 1, 120), previousKey: 'none' }]);
+    assert.deepEqual(r, [{ value: 2 }, { value: 3, previous: 7 }, { value: 1, previous: 0 }]);
+    assert.deepEqual(await store.get(['prev', 'cur', 'none']), [7, 3, 0]);
+    assert.equal(store.pttl('cur'), 120_000);
+  });
+
+  test('GCRA: admits up to the tolerance, refuses without change, TTL = ceil((TAT − now) / 1000) ms', async () => {
+    const clock = new FakeClock(T);
+    const store = new MemoryStore({ clock });
+    const now = T * 1000;
+    // emission 10 µs, tolerance 30 µs: three hits at once
+    assert.deepEqual(await store.execute([bucket('b', 1, now), bucket('b', 2, now), bucket('b', 1, now)]), [
+      { value: now + 10, admitted: true },
+      { value: now + 30, admitted: true },
+      { value: now + 30, admitted: false },
+    ]);
+    assert.deepEqual(await store.get(['b']), [now + 30]);
+    assert.equal(store.pttl('b'), 1, 'at least 1 ms');
+    // addend 0 checks; a TAT in the past counts from now
+    assert.deepEqual(await store.execute([bucket('b', 0, now)]), [{ value: now + 30, admitted: true }]);
+    assert.deepEqual(await store.execute([bucket('b', 1, now + 20)]), [{ value: now + 40, admitted: true }]);
+    const big = bucket('c', 1, now, 1_000_000, 5_000_000);
+    assert.deepEqual(await store.execute([big, { ...big, addend: 10 }]), [{ value: now + 1_000_000, admitted: true }, { value: now + 1_000_000, admitted: false }]);
+    assert.equal(store.pttl('c'), 1000);
+    clock.advance(1000);
+    assert.deepEqual(await store.get(['c']), [0], 'the TAT expires once it is in the past');
+  });
+
+  test('huge addends are refused exactly (no float rounding), and bad ops reject with StoreError changing nothing', async () => {
+    const store = new MemoryStore({ clock: new FakeClock(T) });
+    const now = T * 1000;
+    assert.deepEqual(await store.execute([bucket('h', 2 ** 40, now, 31_536_000_000_000, 31_536_000_000_000)]), [{ value: now, admitted: false }]);
+    await assert.rejects(store.execute([op('x', 1, 10), bucket('y', 1, now, 0)]), StoreError);
+    await assert.rejects(store.execute([op('x', -1, 10)]), StoreError);
+    await assert.rejects(store.execute([op('x', 1, 10), bucket('y', 1, 1.5)]), StoreError);
+    assert.deepEqual(await store.get(['x', 'y', 'h']), [0, 0, 0]);
+  });
+
+  test('bucket and sliding keys count against maxKeys like counters', async () => {
+    const store = new MemoryStore({ clock: new FakeClock(T), maxKeys: 3 });
+    const now = T * 1000;
+    for (let i = 0; i < 10; i++) await store.execute([bucket(`b${i}`, 1, now, 1000, 5000), { ...op(`s${i}`, 1, 60), previousKey: `s${i - 1}` }]);
+    assert.equal(store.counts().keys, 3);
+    assert.ok(store.counts().evicted >= 17);
+  });
+});

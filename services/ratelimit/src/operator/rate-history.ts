@@ -1,0 +1,174 @@
+// Per-rule hit and over-limit rates over the last 15 minutes, for the operator page's charts. Fed
+// from the statistics the engine already keeps (`ratelimit.service.rate_limit.<key>.total_hits` and
+// `.over_limit`): a timer reads them every bucket (10 s) and keeps the differences in fixed rings,
+// so the request path pays nothing. At most `maxKeys` statistics keys are charted: the busiest over
+// the window; a quieter one gives its place to a busier newcomer.
+import { RATE_LIMIT_STATS_PREFIX, type StatsStore } from '@rls/engine';
+
+export const BUCKET_MS = 10_000;
+/** 90 × 10 s = 15 minutes. */
+export const BUCKETS = 90;
+
+const HITS_SUFFIX = '.total_hits';
+const OVER_SUFFIX = '.over_limit';
+
+interface Tracked {
+  readonly hits: Float64Array;
+  readonly over: Float64Array;
+}
+
+export interface RateSeries {
+  /** The statistics key (`domain.key_value…`: the rule path, or one value of a detailed_metric rule). */
+  readonly key: string;
+  /** Hits per bucket, oldest first (a hit is one unit of `hits_addend`). */
+  readonly hits: number[];
+  readonly overLimit: number[];
+}
+
+export interface RateHistoryView {
+  readonly bucketMs: number;
+  /** Buckets filled so far (at most BUCKETS); every array below has this length. */
+  readonly buckets: number;
+  /** End time (ms since the epoch) of the newest bucket; 0 before the first. */
+  readonly endAt: number;
+  /** ShouldRateLimit decisions answered per bucket (gRPC and HTTP; errors not counted). */
+  readonly requests: number[];
+  readonly totalHits: number[];
+  readonly totalOverLimit: number[];
+  /** Busiest first (hits over the window). */
+  readonly series: RateSeries[];
+}
+
+export class RateHistory {
+  private readonly last = new Map<string, { hits: number; over: number }>();
+  private readonly tracked = new Map<string, Tracked>();
+  private readonly requests = new Float64Array(BUCKETS);
+  private readonly totalHits = new Float64Array(BUCKETS);
+  private readonly totalOver = new Float64Array(BUCKETS);
+  private lastRequests: number | undefined;
+  /** Samples taken after the baseline; the ring position is `filled % BUCKETS`. */
+  private filled = 0;
+  private endAt = 0;
+
+  constructor(
+    private readonly stats: StatsStore,
+    readonly maxKeys: number,
+    /** Decisions answered since start (the operator monitor counts them). */
+    private readonly decisions: () => number,
+  ) {}
+
+  /** Reads the counters and closes one bucket (the first call only takes the baseline). */
+  sample(nowMs: number): void {
+    const deltas = new Map<string, { hits: number; over: number }>();
+    for (const c of this.stats.allCounters()) {
+      const name = c.name;
+      if (!name.startsWith(RATE_LIMIT_STATS_PREFIX)) continue;
+      const isHits = name.endsWith(HITS_SUFFIX);
+      if (!isHits && !name.endsWith(OVER_SUFFIX)) continue;
+      const key = name.slice(RATE_LIMIT_STATS_PREFIX.length, name.length - (isHits ? HITS_SUFFIX.length : OVER_SUFFIX.length));
+      let prev = this.last.get(key);
+      if (prev === undefined) {
+        prev = { hits: Number.NaN, over: Number.NaN };
+        this.last.set(key, prev);
+      }
+      const value = c.total;
+      const before = isHits ? prev.hits : prev.over;
+      // A key seen for the first time counts from zero (its counter was created since the last sample).
+      const delta = Math.max(0, value - (Number.isNaN(before) ? (this.endAt === 0 ? value : 0) : before));
+      if (isHits) prev.hits = value;
+      else prev.over = value;
+      if (delta === 0) continue;
+      let d = deltas.get(key);
+      if (d === undefined) deltas.set(key, (d = { hits: 0, over: 0 }));
+      if (isHits) d.hits += delta;
+      else d.over += delta;
+    }
+    const requestsNow = this.decisions();
+    const requestsDelta = this.lastRequests === undefined ? 0 : Math.max(0, requestsNow - this.lastRequests);
+    this.lastRequests = requestsNow;
+    if (this.endAt === 0) {
+      this.endAt = nowMs;
+      return;
+    }
+    const at = this.filled % BUCKETS;
+    this.filled += 1;
+    this.endAt = nowMs;
+    let hitsSum = 0;
+    let overSum = 0;
+    for (const d of deltas.values()) {
+      hitsSum += d.hits;
+      overSum += d.over;
+    }
+    // The tracked keys' slot first (it still holds the bucket of 15 minutes ago), then newcomers.
+    for (const [key, t] of this.tracked) {
+      const d = deltas.get(key);
+      t.hits[at] = d?.hits ?? 0;
+      t.over[at] = d?.over ?? 0;
+    }
+    this.admit(deltas, at);
+    this.requests[at] = requestsDelta;
+    this.totalHits[at] = hitsSum;
+    this.totalOver[at] = overSum;
+  }
+
+  /** Busy newcomers join while there is room, or replace the quietest tracked key when busier than it over the window. */
+  private admit(deltas: ReadonlyMap<string, { hits: number; over: number }>, at: number): void {
+    const newcomers = [...deltas.entries()].filter(([k]) => !this.tracked.has(k)).sort(([, a], [, b]) => b.hits + b.over - (a.hits + a.over));
+    for (const [key, d] of newcomers.slice(0, this.maxKeys)) {
+      if (this.tracked.size >= this.maxKeys) {
+        let quietest: string | undefined;
+        let quietSum = Infinity;
+        for (const [k, t] of this.tracked) {
+          const s = sum(t.hits) + sum(t.over);
+          if (s < quietSum) {
+            quietSum = s;
+            quietest = k;
+          }
+        }
+        if (quietest === undefined || d.hits + d.over <= quietSum) break;
+        this.tracked.delete(quietest);
+      }
+      const t = { hits: new Float64Array(BUCKETS), over: new Float64Array(BUCKETS) };
+      t.hits[at] = d.hits;
+      t.over[at] = d.over;
+      this.tracked.set(key, t);
+    }
+  }
+
+  view(): RateHistoryView {
+    const n = Math.min(this.filled, BUCKETS);
+    const series = [...this.tracked.entries()]
+      .map(([key, t]) => ({ key, hits: this.ordered(t.hits), overLimit: this.ordered(t.over) }))
+      .sort((a, b) => sumArr(b.hits) + sumArr(b.overLimit) - (sumArr(a.hits) + sumArr(a.overLimit)) || (a.key < b.key ? -1 : 1));
+    return {
+      bucketMs: BUCKET_MS,
+      buckets: n,
+      endAt: this.endAt,
+      requests: this.ordered(this.requests),
+      totalHits: this.ordered(this.totalHits),
+      totalOverLimit: this.ordered(this.totalOver),
+      series,
+    };
+  }
+
+  /** The filled part of a ring, oldest first. */
+  private ordered(ring: Float64Array): number[] {
+    const n = Math.min(this.filled, BUCKETS);
+    const out = new Array<number>(n);
+    const start = this.filled - n;
+    for (let i = 0; i < n; i++) out[i] = ring[(start + i) % BUCKETS]!;
+    return out;
+  }
+}
+
+function sum(a: Float64Array): number {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i]!;
+  return s;
+}
+
+function sumArr(a: readonly number[]): number {
+  let s = 0;
+  for (const v of a) s += v;
+  return s;
+}

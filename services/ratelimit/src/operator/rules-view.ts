@@ -1,0 +1,244 @@
+// The rules as the operator page shows them: each domain's descriptor tree with the source it came
+// from (a rule file, or an xDS resource and the update's version), and the reload history. Built
+// from the same sources the last good load compiled — once per load, never per request — and
+// bounded: at most MAX_NODES descriptors, every string cut to MAX_TEXT characters, the history
+// to MAX_RELOADS entries and each error text to MAX_ERROR characters.
+import { decodeRateLimitConfig } from '@rls/rls-proto';
+import { decodeRuleDocument, domainSpecOf, parseYamlDocuments, type DescriptorSpec, type DomainSpec, type RuleSource } from '@rls/engine';
+import type { RuleSnapshot } from '../provider/rule-snapshot.js';
+
+export const MAX_NODES = 5000;
+export const MAX_TEXT = 64;
+export const MAX_RELOADS = 50;
+export const MAX_ERROR = 1000;
+
+/** `s` cut to `max` characters (an ellipsis marks the cut; surrogate pairs are not split). */
+export function truncate(s: string, max = MAX_TEXT): string {
+  if (s.length <= max) return s;
+  let cut = max - 1;
+  const code = s.charCodeAt(cut - 1);
+  if (code >= 0xd800 && code <= 0xdbff) cut -= 1;
+  return s.slice(0, cut) + '…';
+}
+
+export interface LimitView {
+  readonly requestsPerUnit: number;
+  readonly unit: string;
+  readonly unlimited: boolean;
+  readonly name: string;
+  readonly algorithm: string;
+  /** token_bucket only: the bucket size (requests_per_unit when the rule sets none). */
+  readonly burst?: number | string;
+  readonly replaces: readonly string[];
+}
+
+export interface DescriptorView {
+  readonly key: string;
+  readonly value: string;
+  readonly limit?: LimitView;
+  readonly shadowMode: boolean;
+  readonly quotaMode: boolean;
+  readonly detailedMetric: boolean;
+  readonly children: DescriptorView[];
+}
+
+export interface DomainView {
+  readonly domain: string;
+  /** `file <path>` or `xds resource <name>`. */
+  readonly source: string;
+  readonly descriptors: DescriptorView[];
+}
+
+export type SourceKind = 'file' | 'xds';
+
+export interface RulesView {
+  /** Changes with every good load and every recorded reload. */
+  readonly generation: number;
+  /** When the rules in force were loaded (ms since the epoch); 0 before the first load. */
+  readonly loadedAt: number;
+  readonly source: { readonly kind: SourceKind | 'none'; readonly version?: string; readonly directory?: string; readonly files?: number };
+  readonly domains: readonly DomainView[];
+  readonly descriptorCount: number;
+  /** True when the tree was cut at MAX_NODES descriptors. */
+  readonly truncated: boolean;
+  readonly reloads: readonly ReloadEntry[];
+}
+
+export interface ReloadEntry {
+  readonly at: number;
+  readonly ok: boolean;
+  /** `file`, `xds`, or `primary` (worker mode: a snapshot from the primary process). */
+  readonly source: string;
+  readonly version?: string;
+  /** The file the error names, when it names one. */
+  readonly file?: string;
+  readonly error?: string;
+  readonly domains?: number;
+  /** Descriptors with a rate_limit. */
+  readonly rules?: number;
+}
+
+interface Budget {
+  nodes: number;
+  truncated: boolean;
+  rules: number;
+}
+
+function rateLimitView(d: DescriptorSpec): LimitView | undefined {
+  const rl = d.rateLimit;
+  if (rl === undefined) return undefined;
+  // The extension fields are read defensively: an engine without them means fixed_window.
+  const ext = rl as { algorithm?: unknown; burst?: unknown };
+  const algorithm = typeof ext.algorithm === 'string' && ext.algorithm !== '' ? truncate(ext.algorithm) : 'fixed_window';
+  const view: LimitView = {
+    requestsPerUnit: rl.requestsPerUnit,
+    unit: truncate(String(rl.unit).toUpperCase()),
+    unlimited: rl.unlimited,
+    name: truncate(rl.name),
+    algorithm,
+    replaces: rl.replaces.slice(0, 16).map((r) => truncate(r.name)),
+  };
+  if (algorithm === 'token_bucket') {
+    const burst = typeof ext.burst === 'number' ? ext.burst : typeof ext.burst === 'string' ? truncate(ext.burst) : rl.requestsPerUnit;
+    return { ...view, burst };
+  }
+  return view;
+}
+
+function descriptorViews(list: readonly DescriptorSpec[], budget: Budget): DescriptorView[] {
+  const out: DescriptorView[] = [];
+  for (const d of list) {
+    if (budget.nodes >= MAX_NODES) {
+      budget.truncated = true;
+      break;
+    }
+    budget.nodes += 1;
+    const limit = rateLimitView(d);
+    if (limit !== undefined) budget.rules += 1;
+    out.push({
+      key: truncate(d.key),
+      value: truncate(d.value),
+      ...(limit !== undefined ? { limit } : {}),
+      shadowMode: d.shadowMode,
+      quotaMode: d.quotaMode,
+      detailedMetric: d.detailedMetric,
+      children: descriptorViews(d.descriptors, budget),
+    });
+  }
+  return out;
+}
+
+/** A loaded rule set's sources, as the rule builder reads them. */
+export interface LoadedSources {
+  readonly kind: SourceKind;
+  readonly version?: string;
+  readonly directory?: string;
+  /** File mode: the rule files; xDS: one entry per RateLimitConfig resource (its name) with its spec. */
+  readonly specs: readonly { readonly source: string; readonly spec: DomainSpec }[];
+  readonly files?: number;
+}
+
+/** The specs of rule files (same parse as the loader; a source that fails here is skipped, it loaded before). */
+export function specsOfFiles(sources: readonly RuleSource[]): { source: string; spec: DomainSpec }[] {
+  const out: { source: string; spec: DomainSpec }[] = [];
+  for (const s of sources) {
+    try {
+      for (const doc of parseYamlDocuments(s.content)) {
+        const spec = decodeRuleDocument(doc);
+        if (spec.domain !== '' || spec.descriptors.length > 0) out.push({ source: `file ${s.name}`, spec });
+      }
+    } catch {
+      // Not expected: these bytes were loaded successfully.
+    }
+  }
+  return out;
+}
+
+/** The specs of a worker's snapshot from the primary. */
+export function sourcesOfSnapshot(snapshot: RuleSnapshot): LoadedSources {
+  if (snapshot.kind === 'file') return { kind: 'file', version: snapshot.version, specs: specsOfFiles(snapshot.sources), files: snapshot.sources.length };
+  const specs: { source: string; spec: DomainSpec }[] = [];
+  for (const b64 of snapshot.resources) {
+    try {
+      const r = decodeRateLimitConfig(Buffer.from(b64, 'base64'));
+      specs.push({ source: `xds resource ${r.name}`, spec: domainSpecOf(r) });
+    } catch {
+      // Not expected: the primary decoded the same bytes.
+    }
+  }
+  return { kind: 'xds', version: snapshot.version, specs };
+}
+
+export class RulesRecorder {
+  private generation = 0;
+  private loadedAt = 0;
+  private source: RulesView['source'] = { kind: 'none' };
+  private domains: DomainView[] = [];
+  private descriptorCount = 0;
+  private truncated = false;
+  private readonly reloads: ReloadEntry[] = [];
+
+  /** A good load: its tree replaces the shown one and a history entry is added. */
+  loaded(sources: LoadedSources, nowMs: number, historySource: string = sources.kind): void {
+    const budget: Budget = { nodes: 0, truncated: false, rules: 0 };
+    const domains: DomainView[] = [];
+    for (const { source, spec } of sources.specs) {
+      domains.push({ domain: truncate(spec.domain), source: truncate(source, 256), descriptors: descriptorViews(spec.descriptors, budget) });
+    }
+    domains.sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : a.source < b.source ? -1 : 1));
+    this.domains = domains;
+    this.descriptorCount = budget.nodes;
+    this.truncated = budget.truncated;
+    this.loadedAt = nowMs;
+    this.source = {
+      kind: sources.kind,
+      ...(sources.version !== undefined && sources.version !== '' ? { version: truncate(sources.version, 256) } : {}),
+      ...(sources.directory !== undefined ? { directory: sources.directory } : {}),
+      ...(sources.files !== undefined ? { files: sources.files } : {}),
+    };
+    this.push({
+      at: nowMs,
+      ok: true,
+      source: historySource,
+      ...(this.source.version !== undefined ? { version: this.source.version } : {}),
+      domains: new Set(domains.map((d) => d.domain)).size,
+      rules: budget.rules,
+    });
+  }
+
+  /** A rejected load: the shown tree stays (the previous rules keep serving). */
+  failed(source: string, error: unknown, nowMs: number, file?: string, version?: string): void {
+    const text = error instanceof Error ? error.message : String(error);
+    this.push({
+      at: nowMs,
+      ok: false,
+      source,
+      ...(version !== undefined && version !== '' ? { version: truncate(version, 256) } : {}),
+      ...(file !== undefined ? { file: truncate(file, 256) } : {}),
+      error: truncate(text, MAX_ERROR),
+    });
+  }
+
+  private push(e: ReloadEntry): void {
+    this.generation += 1;
+    this.reloads.push(e);
+    if (this.reloads.length > MAX_RELOADS) this.reloads.splice(0, this.reloads.length - MAX_RELOADS);
+  }
+
+  get currentGeneration(): number {
+    return this.generation;
+  }
+
+  view(): RulesView {
+    return {
+      generation: this.generation,
+      loadedAt: this.loadedAt,
+      source: this.source,
+      domains: this.domains,
+      descriptorCount: this.descriptorCount,
+      truncated: this.truncated,
+      // Newest first.
+      reloads: [...this.reloads].reverse(),
+    };
+  }
+}

@@ -1,0 +1,61 @@
+// The algorithm extension over xDS (RateLimitPolicy fields 1000 `algorithm` and 1001 `burst`,
+// docs/ratelimit.md "Algorithms (extension)"): a resource with a token bucket reaches the decisions
+// and /rlconfig; bad values are NACKed naming the resource while the old rules keep serving. (A store
+// that cannot run an algorithm refuses it in RateLimitService.setRuleSet, which every rule provider
+// calls: see the algorithm contract's fixed-window-only store.)
+import { test, describe, after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { startXdsServer, type XdsManagementServer } from '@rls/testkit';
+import { Code } from '@rls/engine';
+import { packRateLimitConfig, type RateLimitConfigMsg } from '@rls/rls-proto';
+import { buildXdsApp, PROTO_DIR, request } from '../support/xds-support.js';
+
+function resource(algorithm: string, burst: number | undefined, rpu = 3600): RateLimitConfigMsg {
+  return {
+    name: 'alg-config',
+    domain: 'foo',
+    descriptors: [
+      {
+        key: 'k',
+        value: 'v',
+        descriptors: [],
+        shadowMode: false,
+        detailedMetric: false,
+        quotaMode: false,
+        rateLimit: { unit: 'HOUR', requestsPerUnit: rpu, unlimited: false, name: '', replaces: [], algorithm, ...(burst !== undefined ? { burst } : {}) },
+      },
+    ],
+  };
+}
+
+describe('algorithm extension over xDS', () => {
+  let server: XdsManagementServer;
+  before(async () => {
+    server = await startXdsServer({ protoDir: PROTO_DIR });
+  });
+  after(async () => {
+    await server.stop();
+  });
+
+  test('a token bucket travels in the resource, decides, shows in /rlconfig; a bad burst is NACKed', async () => {
+    server.pushRaw('v1', [packRateLimitConfig(resource('token_bucket', 2))]);
+    const { app } = buildXdsApp({ CONFIG_GRPC_XDS_SERVER_URL: server.address });
+    try {
+      app.xds!.start();
+      await app.xds!.firstConfigEvent;
+      const codes: number[] = [];
+      for (let i = 0; i < 3; i++) codes.push((await app.service.shouldRateLimit(request('foo', 'k', 'v'))).overallCode);
+      assert.deepEqual(codes, [Code.OK, Code.OK, Code.OVER_LIMIT]);
+      assert.equal(app.service.currentRuleSet()?.dump(), 'foo.k_v: unit=HOUR requests_per_unit=3600, shadow_mode: false, quota_mode: false, algorithm: token_bucket, burst: 2\n');
+
+      const mark = server.requests.length;
+      const nonce = server.pushRaw('v2', [packRateLimitConfig(resource('sliding_window', 5))]);
+      const nack = await server.waitForRequest((r) => r.responseNonce === nonce, { from: mark });
+      assert.equal(nack.versionInfo, 'v1');
+      assert.equal(nack.errorDetail?.message, "alg-config: burst is only valid with algorithm token_bucket, not sliding_window (descriptor 'foo.k_v')");
+      assert.match(app.service.currentRuleSet()?.dump() ?? '', /algorithm: token_bucket, burst: 2/);
+    } finally {
+      await app.stop();
+    }
+  });
+});
