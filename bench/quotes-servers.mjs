@@ -3,14 +3,19 @@
 // bytes from memory: `plain BODY_FILE` the body alone, `plain BODY_FILE HEADERS_FILE` also the
 // service's header lines (one `name: value` a line), so the response bytes are the same.
 // Prints one JSON line {port, token?} when ready. Used by bench/quotes.sh.
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+// The quotes server runs at the defaults a user runs: access logging at QUOTES_LOG_LEVEL (default
+// info) into BENCH_LOG_FILE (the service's default destination, synchronous), burst limits on
+// (the embedded engine, RATELIMIT_ENABLED) with the shipped rules lifted so it measures serving, not
+// refusing. Run from source: node --conditions=source --import tsx bench/quotes-servers.mjs ...
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify from 'fastify';
-import { buildApp } from '../services/quotes/dist/src/app.js';
-import { createDeps } from '../services/quotes/dist/src/compose.js';
-import { createLogger } from '../services/quotes/dist/src/logger.js';
-import { loadSettings } from '../services/quotes/dist/src/settings.js';
+import pino from 'pino';
+import { buildApp } from '../services/quotes/src/app.ts';
+import { createDeps } from '../services/quotes/src/compose.ts';
+import { createLogger, defaultLogDestination } from '../services/quotes/src/logger.ts';
+import { loadSettings } from '../services/quotes/src/settings.ts';
 
 const mode = process.argv[2];
 if (mode === 'plain') {
@@ -30,8 +35,17 @@ if (mode === 'plain') {
   const plans = JSON.parse(readFileSync(new URL('../services/quotes/plans.json', import.meta.url), 'utf8'));
   for (const p of plans.plans) p.monthlyRequests = 1_000_000_000;
   writeFileSync(join(dir, 'plans.json'), JSON.stringify(plans));
-  const settings = loadSettings({ MARKET_SOURCE: 'simulated', QUOTES_DATA_DIR: dir, QUOTES_PLANS_FILE: join(dir, 'plans.json'), QUOTES_LOG_LEVEL: 'warn', QUOTES_HOST: '127.0.0.1', QUOTES_PORT: '0', RATELIMIT_ENABLED: process.env.RATELIMIT_ENABLED ?? 'false' });
-  const logger = createLogger('warn');
+  // The shipped rules with every requests_per_unit lifted: the limiter runs, nothing is refused.
+  const rules = join(dir, 'rules');
+  mkdirSync(rules);
+  const shipped = readFileSync(new URL('../services/quotes/ratelimit/quotes.yaml', import.meta.url), 'utf8');
+  writeFileSync(join(rules, 'quotes.yaml'), shipped.replace(/requests_per_unit: \d+/g, 'requests_per_unit: 1000000000'));
+  const level = process.env.QUOTES_LOG_LEVEL ?? 'info';
+  const settings = loadSettings({ MARKET_SOURCE: 'simulated', QUOTES_DATA_DIR: dir, QUOTES_PLANS_FILE: join(dir, 'plans.json'), QUOTES_LOG_LEVEL: level, QUOTES_HOST: '127.0.0.1', QUOTES_PORT: '0', RATELIMIT_ENABLED: process.env.RATELIMIT_ENABLED ?? 'true', RATELIMIT_RULES_DIR: rules, QUOTES_FAST_PATH: process.env.QUOTES_FAST_PATH ?? 'true', QUOTES_COMPRESSION_MIN_BYTES: process.env.QUOTES_COMPRESSION_MIN_BYTES ?? '4096' });
+  // The service's own default destination (synchronous, as on stdout), to a file instead;
+  // BENCH_LOG_SYNC=false: pino's asynchronous sonic-boom (BENCH_LOG_MINLEN bytes buffered).
+  const logFile = process.env.BENCH_LOG_FILE ?? '/dev/null';
+  const logger = createLogger(level, process.env.BENCH_LOG_SYNC === 'false' ? pino.destination({ dest: logFile, sync: false, minLength: Number(process.env.BENCH_LOG_MINLEN ?? 0) }) : defaultLogDestination(logFile));
   const deps = createDeps(settings, logger);
   await deps.store.migrate();
   const app = await buildApp(settings, deps);

@@ -10,7 +10,7 @@ import { unitName } from './config/units.js';
 import { Code, MAX_UINT32, type DescriptorStatus, type RateLimitRequest, type RateLimitResponse } from './domain.js';
 import { RateLimitError, StoreError } from './errors.js';
 import { buildDynamicMetadata } from './limiter/dynamic-metadata.js';
-import { FixedWindowLimiter } from './limiter/fixed-window-limiter.js';
+import { FixedWindowLimiter, type RequestPlan } from './limiter/fixed-window-limiter.js';
 import { countLocalCacheAnswer } from './limiter/descriptor-status.js';
 import { hitsAddendFor } from './limiter/hits-addend.js';
 import { LocalOverLimitCache } from './limiter/local-cache.js';
@@ -97,6 +97,16 @@ const UNLIMITED_STATUS: DescriptorStatus = Object.freeze({ code: Code.OK, limitR
 
 const CALL = 'ratelimit.service.call.should_rate_limit.';
 
+/** A request matched and planned, waiting for the store's answer. */
+interface Begun {
+  readonly rules: RuleSet;
+  readonly matches: (LimitMatch | undefined)[];
+  readonly unlimited: boolean[];
+  readonly addends: number[];
+  readonly nowSeconds: number;
+  readonly plan: RequestPlan;
+}
+
 export class RateLimitService {
   private rules: RuleSet | undefined;
   /** Shared with the LocalDecisions this service hands out (when the local cache is on). */
@@ -167,6 +177,59 @@ export class RateLimitService {
   }
 
   async shouldRateLimit(req: RateLimitRequest): Promise<DecidedResponse> {
+    const begun = this.begin(req);
+    const plan = begun.plan;
+    let after: number[] = [];
+    let results: OpResult[] | undefined;
+    if (plan.storeIndexes.length > 0) {
+      try {
+        let current: number[] | undefined;
+        if (this.limiter.stopIncrementWhenOverLimit && !plan.anyLocal) {
+          current = await this.store.get(this.limiter.readKeys(plan));
+        }
+        const ops = this.limiter.incrementOps(plan, current);
+        if (plan.needsExecute) {
+          // setRuleSet refused rules this store cannot run, so `execute` is present here.
+          if (this.store.execute === undefined) throw new StoreError(`the ${this.store.kind} store cannot run sliding_window or token_bucket`);
+          results = await this.store.execute(ops);
+        } else {
+          after = await this.store.increment(ops);
+        }
+      } catch (err) {
+        throw this.storeFailure(err);
+      }
+    }
+    return this.finish(req, begun, after, results);
+  }
+
+  /**
+   * `shouldRateLimit` decided synchronously, for stores that answer in process (CounterStore.now,
+   * the memory store): the same response, statistics and errors (thrown instead of rejected).
+   * Undefined, having done nothing, when the store has no synchronous form.
+   */
+  shouldRateLimitNow(req: RateLimitRequest): DecidedResponse | undefined {
+    const now = this.store.now;
+    if (now === undefined) return undefined;
+    const begun = this.begin(req);
+    const plan = begun.plan;
+    let after: number[] = [];
+    let results: OpResult[] | undefined;
+    if (plan.storeIndexes.length > 0) {
+      try {
+        let current: number[] | undefined;
+        if (this.limiter.stopIncrementWhenOverLimit && !plan.anyLocal) current = now.get(this.limiter.readKeys(plan));
+        const ops = this.limiter.incrementOps(plan, current);
+        if (plan.needsExecute) results = now.execute(ops);
+        else after = now.increment(ops);
+      } catch (err) {
+        throw this.storeFailure(err);
+      }
+    }
+    return this.finish(req, begun, after, results);
+  }
+
+  /** Validates the request, matches its descriptors and plans the counting (counts total_hits). */
+  private begin(req: RateLimitRequest): Begun {
     const rules = this.rules;
     if (req.domain === '') throw this.serviceError('invalid_request', 'rate limit domain must not be empty');
     if (req.descriptors.length === 0) throw this.serviceError('invalid_request', 'rate limit descriptor list must not be empty');
@@ -201,30 +264,20 @@ export class RateLimitService {
 
     const addends = descriptors.map((d) => hitsAddendFor(d, req.hitsAddend));
     const nowMs = this.clock.now();
-    const nowSeconds = Math.floor(nowMs / 1000);
     const plan = this.limiter.plan(req.domain, (i) => descriptors[i]!.entries, matches, addends, nowMs);
-    let after: number[] = [];
-    let results: OpResult[] | undefined;
-    if (plan.storeIndexes.length > 0) {
-      try {
-        let current: number[] | undefined;
-        if (this.limiter.stopIncrementWhenOverLimit && !plan.anyLocal) {
-          current = await this.store.get(this.limiter.readKeys(plan));
-        }
-        const ops = this.limiter.incrementOps(plan, current);
-        if (plan.needsExecute) {
-          // setRuleSet refused rules this store cannot run, so `execute` is present here.
-          if (this.store.execute === undefined) throw new StoreError(`the ${this.store.kind} store cannot run sliding_window or token_bucket`);
-          results = await this.store.execute(ops);
-        } else {
-          after = await this.store.increment(ops);
-        }
-      } catch (err) {
-        this.counters.redisError.inc();
-        if (err instanceof StoreError) throw err;
-        throw new StoreError(err instanceof Error ? err.message : String(err), { cause: err });
-      }
-    }
+    return { rules, matches, unlimited, addends, nowSeconds: Math.floor(nowMs / 1000), plan };
+  }
+
+  private storeFailure(err: unknown): StoreError {
+    this.counters.redisError.inc();
+    if (err instanceof StoreError) return err;
+    return new StoreError(err instanceof Error ? err.message : String(err), { cause: err });
+  }
+
+  /** Statuses, overall code, headers, shadow mode and dynamic metadata from the store's answer. */
+  private finish(req: RateLimitRequest, begun: Begun, after: number[], results: OpResult[] | undefined): DecidedResponse {
+    const { rules, matches, unlimited, addends, nowSeconds, plan } = begun;
+    const n = matches.length;
     const statuses = this.limiter.statuses(plan, after, results);
     for (let i = 0; i < n; i++) if (unlimited[i]) statuses[i] = UNLIMITED_STATUS;
 

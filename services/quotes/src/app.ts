@@ -9,17 +9,25 @@ import type { PlanCatalog } from './accounts/plans.js';
 import type { RequestLimiter } from './accounts/request-limiter.js';
 import type { RandomBytes } from './accounts/tokens.js';
 import { authenticator } from './api/authenticator.js';
+import { AccessLog, requestIdGenerator } from './api/access-log.js';
 import { FastQuotePath, installFastPath } from './api/fast-quote.js';
+import compress from '@fastify/compress';
+import { compressionOptions } from './api/compression.js';
 import { parseQueryString } from './api/query-string.js';
 import { registerCryptoRoutes } from './api/crypto-routes.js';
+import { registerCoinGeckoRoutes, requestCoingeckoToken } from './coingecko/cg-routes.js';
+import { MarketData } from './coingecko/market-data.js';
+import { QuoteStreamHub } from './stream/quote-stream-hub.js';
+import { registerStreamRoutes } from './stream/stream-routes.js';
 import { DashboardAssets } from './api/dashboard-assets.js';
 import { registerDashboardRoutes } from './api/dashboard-routes.js';
+import { registerDashboardMarketRoutes } from './api/dashboard-market-routes.js';
 import { DailyUsage } from './accounts/daily-usage.js';
 import { UserService } from './accounts/user-service.js';
 import { BurstLimiter } from './ratelimit/burst-limiter.js';
 import { LoginThrottle } from './ratelimit/login-throttle.js';
 import type { RateLimitGate } from './ratelimit/rate-limit-gate.js';
-import { installErrorHandling } from './api/error-handler.js';
+import { clientErrorOptions, frameworkErrorsOption, installErrorHandling } from './api/error-handler.js';
 import { IconStore } from './api/icons.js';
 import { registerMetaRoutes } from './api/meta-routes.js';
 import { buildOpenApi } from './api/openapi.js';
@@ -27,9 +35,14 @@ import './api/request-context.js';
 import type { Clock } from './clock.js';
 import { FxHistory } from './history/fx-history.js';
 import { HistoryService } from './history/history-service.js';
+import { PricedHistory } from './history/priced-history.js';
+import { HistorySlots } from './history/history-slots.js';
 import { CoinCatalog, iconsDirectory, loadCoinNames } from './market/coin-catalog.js';
 import { MarketSnapshots } from './market/market-snapshots.js';
 import { Backfiller } from './history/backfill.js';
+import { LiveCandleKeeper } from './history/live-candle-keeper.js';
+import { liveCandleKey } from './cluster/market-state-codec.js';
+import type { Ingestion, Replication } from './cluster/replication.js';
 import { ExchangeMarket } from './market/exchange-market.js';
 import { UpstreamCounters } from './market/retry.js';
 import type { FxSource, MarketSource } from './market/types.js';
@@ -53,12 +66,16 @@ export interface AppDeps {
   counters?: UpstreamCounters;
   /** Burst limits and sign-in throttling (remote or embedded rate limiter); none when absent. */
   rateLimit?: RateLimitGate | undefined;
+  /** Several replicas on PostgreSQL: the ingest lease and the shared market state; absent for one process. */
+  replication?: Replication | undefined;
 }
 
 /** Services built by the app, reachable as `app.quotes` (CLI-like operations in tests). */
 export interface QuotesServices {
   accounts: AccountService;
   history: HistoryService;
+  /** History over explicit time windows in any currency, within the request budget (CoinGecko charts). */
+  pricedHistory: PricedHistory;
   snapshots: MarketSnapshots;
   catalog: CoinCatalog;
   store: Store;
@@ -71,8 +88,12 @@ export interface QuotesServices {
   /** Dashboard users (also the CLI's `user plan`). */
   users: UserService;
   rateLimit: RateLimitGate | undefined;
-  /** The cached-quote fast path, when installed (QUOTES_FAST_PATH with access logging off). */
+  /** The cached-quote fast path, when installed (QUOTES_FAST_PATH). */
   fastPath: FastQuotePath | undefined;
+  /** Live-price streams (GET /api/v2/crypto/stream and the dashboard's). */
+  streams: QuoteStreamHub;
+  /** The market data of the CoinGecko-compatible API (the dashboard's market page uses its views too). */
+  marketData: MarketData;
 }
 
 declare module 'fastify' {
@@ -88,9 +109,12 @@ export async function buildApp(settings: Readonly<Settings>, deps: AppDeps): Pro
   const staleMs = settings.staleSeconds * 1000;
   const log = deps.logger;
 
-  const symbols = await market.listSymbols();
+  const replication = deps.replication;
+  // An `api` replica takes the coin list from the shared market state (cluster/replication.ts).
+  const symbols = replication === undefined ? await market.listSymbols() : await replication.initialSymbols(() => market.listSymbols());
   const catalog = new CoinCatalog(symbols, loadCoinNames());
-  const accounts = new AccountService({ tokens: store.tokens, usage: store.usage, plans: deps.plans, clock, random: deps.random, changeVersion: store.changeVersion });
+  // PostgreSQL cannot tell cheaply on its own: the replicas poll a change counter (cluster/replication.ts).
+  const accounts = new AccountService({ tokens: store.tokens, usage: store.usage, plans: deps.plans, clock, random: deps.random, changeVersion: store.changeVersion ?? deps.replication?.changeVersion });
   const buffered = settings.usageFlushMs > 0 ? new BufferedUsage(store.usage) : undefined;
   const daily = new DailyUsage(store.dailyUsage);
   const flushUsage = async (): Promise<void> => {
@@ -117,38 +141,88 @@ export async function buildApp(settings: Readonly<Settings>, deps: AppDeps): Pro
   const live = market.kind !== 'simulated';
   const counters = deps.counters ?? new UpstreamCounters();
   // A live source refreshes on a timer, so no request ever waits on an exchange's retries.
-  const snapshots = new MarketSnapshots({ market, fx: deps.fx, clock, symbols, refreshMs, log: log.child({ component: 'market' }), mode: live ? 'background' : 'on-demand' });
-  const history = new HistoryService({ candles: store.candles, source: market });
-  const fxHistory = new FxHistory(deps.fx, clock, { repo: store.fxRates, log: log.child({ component: 'fx-history' }), earliest: '2009-01-01' });
+  const snapshots = new MarketSnapshots({ market, fx: deps.fx, clock, symbols, refreshMs, log: log.child({ component: 'market' }), mode: live || replication !== undefined ? 'background' : 'on-demand', ...(replication === undefined ? {} : { mayIngest: replication.mayIngest, publish: replication.publish }) });
+  // Several replicas: requests fill history from the sources only on the ingesting replica, and
+  // every replica serves the in-progress candles published with the market state (cluster/replication.ts).
+  const sharedHistory = replication === undefined ? {} : { mayFetch: replication.mayIngest, sharedLive: replication.liveCandle };
+  const history = new HistoryService({ candles: store.candles, source: market, cacheBytes: settings.historyCacheBytes, chunkCandles: settings.historyChunkCandles, ...sharedHistory });
+  const fxHistory = new FxHistory(deps.fx, clock, { repo: store.fxRates, log: log.child({ component: 'fx-history' }), earliest: '2009-01-01', ...(replication === undefined ? {} : { mayFetch: replication.mayIngest, reloadMs: refreshMs }) });
   let backfill: Backfiller | undefined;
   if (live && settings.historyBackfill) {
     backfill = new Backfiller({ source: market, candles: store.candles, states: store.backfill, history, clock, log: log.child({ component: 'backfill' }), windows: settings.backfillWindows });
   }
-  const quotes = new QuoteService({ snapshots, history, fxHistory, catalog, clock, staleMs, refreshMs });
+  const quotes = new QuoteService({ snapshots, history, fxHistory, catalog, clock, staleMs, refreshMs, historyMaxPoints: settings.historyMaxPoints, historyAnswerCacheBytes: settings.historyAnswerCacheBytes, historySlots: new HistorySlots(settings.historyConcurrency, settings.historyQueue) });
+  const pricedHistory = new PricedHistory({ history, fxHistory, clock, maxPoints: settings.historyMaxPoints });
+  const marketData = new MarketData({ snapshots, history, fxHistory, catalog, clock, staleMs, maxPoints: settings.historyMaxPoints });
 
+  const requestIds = requestIdGenerator();
+  const errorLimits = { maxBodyBytes: settings.maxBodyBytes, maxHeaderBytes: settings.maxHeaderBytes };
   const app = Fastify({
     loggerInstance: log as FastifyBaseLogger,
     trustProxy: settings.trustProxy,
-    return503OnClosing: true,
+    // Closing, parser and framework errors in the brapi error shape (api/error-handler.ts).
+    return503OnClosing: false,
+    ...clientErrorOptions(errorLimits),
+    frameworkErrors: frameworkErrorsOption(errorLimits),
+    bodyLimit: settings.maxBodyBytes,
+    http: { maxHeaderSize: settings.maxHeaderBytes },
     // Per-request child loggers and access lines cost more than the quote itself on the cached
     // path; they exist only when the level shows them (info, fastify's access-log level).
     disableRequestLogging: !log.isLevelEnabled('info'),
     childLoggerFactory: (logger, bindings, opts) => (log.isLevelEnabled('info') ? logger.child(bindings, opts) : logger),
+    // One id counter for fastify and the fast path (fastify's default format).
+    genReqId: requestIds,
     // One parser for the router and the fast path, so both read a URL the same way.
     routerOptions: { querystringParser: parseQueryString },
   });
-  const services: QuotesServices = { accounts, history, snapshots, catalog, store, marketSource: market.kind, flushUsage, backfill, counters, users, rateLimit: deps.rateLimit, fastPath: undefined };
+  // Live-price streams: fed by every new snapshot, bounded by the QUOTES_STREAM_* settings.
+  const streams = new QuoteStreamHub({
+    feed: snapshots,
+    coinJson: async (coin, currency, baseUrl, plan) => (await quotes.quote({ coins: [coin], currency, history: undefined, plan, baseUrl })).coinsJson.slice(1, -1),
+    clock,
+    log: log.child({ component: 'streams' }),
+    epoch: deps.random(6).toString('base64url'),
+    limits: {
+      maxPerToken: settings.streamMaxPerToken,
+      maxTotal: settings.streamMaxTotal,
+      heartbeatMs: settings.streamHeartbeatSeconds * 1000,
+      chargeMs: settings.streamChargeSeconds * 1000,
+      bufferBytes: settings.streamBufferBytes,
+      stallMs: settings.streamStallSeconds * 1000,
+      lifetimeMs: settings.streamLifetimeSeconds * 1000,
+    },
+  });
+  const services: QuotesServices = { accounts, history, pricedHistory, snapshots, catalog, store, marketSource: market.kind, flushUsage, backfill, counters, users, rateLimit: deps.rateLimit, fastPath: undefined, streams, marketData };
   app.decorate('quotes', services);
-  if (live) {
-    snapshots.start();
-    if (market instanceof ExchangeMarket) await market.startStreams(symbols);
-    const wanted = settings.backfillCoins.includes('*') ? symbols : symbols.filter((s) => settings.backfillCoins.includes(s));
-    backfill?.start(() => wanted, settings.historySyncSeconds * 1000);
-    app.addHook('onClose', async () => {
+  // What the ingesting replica runs (the only process, without replicas): market refresh (tickers
+  // and FX), exchange streams, history backfill.
+  const wanted = settings.backfillCoins.includes('*') ? symbols : symbols.filter((s) => settings.backfillCoins.includes(s));
+  // Several replicas: the ingesting one keeps the newest candles and FX fixings in the database.
+  const keeper =
+    replication === undefined
+      ? undefined
+      : new LiveCandleKeeper({ source: market, candles: store.candles, history, fxHistory, fxCurrencies: deps.fx.currencies, clock, log: log.child({ component: 'history-keeper' }), symbols: () => wanted, bases: [...new Set(settings.backfillWindows.map((w) => w.base))], key: liveCandleKey });
+  if (keeper !== undefined) replication?.publishLiveCandles(keeper.current);
+  const ingestion: Ingestion = {
+    start: async () => {
+      snapshots.start();
+      if (market instanceof ExchangeMarket) await market.startStreams(symbols);
+      backfill?.start(() => wanted, settings.historySyncSeconds * 1000);
+      keeper?.start(refreshMs);
+    },
+    stop: async () => {
       snapshots.stop();
       await backfill?.stop();
+      await keeper?.stop();
       await market.close?.();
-    });
+    },
+  };
+  if (replication !== undefined) {
+    replication.start(snapshots, ingestion);
+    app.addHook('onClose', () => replication.stop());
+  } else if (live) {
+    await ingestion.start();
+    app.addHook('onClose', () => ingestion.stop());
   }
   // Daily counts (dashboard) are always written behind, so the timer runs even in write-through mode.
   {
@@ -175,10 +249,19 @@ export async function buildApp(settings: Readonly<Settings>, deps: AppDeps): Pro
     for (let i = 0; i < commonHeaders.length; i += 2) reply.header(commonHeaders[i]!, commonHeaders[i + 1]);
     done();
   });
-  installErrorHandling(app);
+  installErrorHandling(app, errorLimits);
+  // Before any route, so its onSend hook is on every one of them.
+  if (settings.compression) await app.register(compress, compressionOptions(settings.compressionMinBytes));
   registerCryptoRoutes(app, { quotes, catalog, clock, auth: authenticator(accounts, limiters), publicBaseUrl: settings.publicBaseUrl });
-  // Access lines are written by fastify's pipeline, so the fast path stands aside while they are on.
-  if (settings.fastPath && !log.isLevelEnabled('info')) {
+  registerCoinGeckoRoutes(app, { data: marketData, catalog, clock, auth: authenticator(accounts, limiters, requestCoingeckoToken), publicBaseUrl: settings.publicBaseUrl, refreshMs, cacheBytes: settings.coingeckoCacheBytes });
+  registerStreamRoutes(app, { hub: streams, accounts, limiters, catalog, publicBaseUrl: settings.publicBaseUrl });
+  // Open streams would keep the server from closing: they end first (clients reconnect elsewhere).
+  app.addHook('preClose', (done) => {
+    streams.closeAll();
+    done();
+  });
+  // With access logging on, the fast path writes fastify's access lines itself (AccessLog).
+  if (settings.fastPath) {
     // The route's steps with the account and quote caches in front (see FastQuotePath).
     const fast = new FastQuotePath({
       accounts,
@@ -190,6 +273,10 @@ export async function buildApp(settings: Readonly<Settings>, deps: AppDeps): Pro
       log,
       // As the route computes it; behind a trusted proxy only fastify reads X-Forwarded-*.
       baseUrl: (req) => settings.publicBaseUrl ?? (settings.trustProxy ? undefined : `${(req.socket as TLSSocket).encrypted === true ? 'https' : 'http'}://${req.headers.host ?? ''}`),
+      compressMinBytes: settings.compression ? settings.compressionMinBytes : undefined,
+      access: log.isLevelEnabled('info')
+        ? { log: new AccessLog(app.log), requestId: requestIds, clientIp: (req) => (settings.trustProxy ? undefined : req.socket.remoteAddress) }
+        : undefined,
     });
     if (installFastPath(app.server, fast)) {
       services.fastPath = fast;
@@ -210,6 +297,8 @@ export async function buildApp(settings: Readonly<Settings>, deps: AppDeps): Pro
     random: deps.random,
     sessionTtlSeconds: settings.dashboardSessionSeconds,
   });
+  // The dashboard's market data on the session (counted against the user's token; see the file).
+  registerDashboardMarketRoutes(app, { users, accounts, plans: deps.plans, limiters, marketData, quotes, catalog, hub: streams, publicBaseUrl: settings.publicBaseUrl });
   registerMetaRoutes(app, {
     openapi: buildOpenApi(deps.plans),
     icons: new IconStore(iconsDirectory()),

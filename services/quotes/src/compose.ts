@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { openPostgresCluster } from './cluster/postgres-cluster.js';
+import { Replication } from './cluster/replication.js';
 import type { Logger } from 'pino';
 import { defaultPlansFile, loadPlans } from './accounts/plans.js';
 import type { AppDeps } from './app.js';
@@ -37,7 +40,28 @@ export function createDeps(settings: Readonly<Settings>, logger: Logger, clock: 
   const counters = new UpstreamCounters();
   const { market, fx } = createSources(settings, { clock, log: logger, counters, ...waits });
   const rateLimit = createRateLimitGate(settings, logger, clock);
-  return { store, market, fx, plans, clock, logger, random: randomBytes, counters, rateLimit };
+  const replication = createReplication(settings, logger);
+  return { store, market, fx, plans, clock, logger, random: randomBytes, counters, rateLimit, replication };
+}
+
+/**
+ * On PostgreSQL, where several replicas may share the database: the ingest lease and the shared
+ * market state (cluster/replication.ts). Undefined for SQLite and `memory:` (one process).
+ */
+export function createReplication(settings: Readonly<Settings>, logger: Logger): Replication | undefined {
+  const target = parseDatabaseUrl(settings.databaseUrl, settings.dataDir);
+  if (target?.kind !== 'postgres') return undefined;
+  // A renewal slower than a fifth of the lease counts as failed (the next one is due then).
+  const cluster = openPostgresCluster(target.url, { leaseStatementMs: Math.max(200, Math.floor(settings.leaderLeaseMs / 5)) });
+  return new Replication({
+    cluster,
+    role: settings.role,
+    holder: `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
+    leaseMs: settings.leaderLeaseMs,
+    pollMs: settings.statePollMs,
+    now: () => performance.now(),
+    log: logger.child({ component: 'replicas' }),
+  });
 }
 
 /** The store DATABASE_URL names (see parseDatabaseUrl). */

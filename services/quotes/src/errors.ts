@@ -7,6 +7,8 @@ export type ErrorCode =
   | 'PLAN_NO_CRYPTO'
   | 'QUOTA_EXHAUSTED'
   | 'RATE_LIMITED'
+  | 'STREAM_LIMIT'
+  | 'STREAMS_FULL'
   | 'RATE_LIMIT_UNAVAILABLE'
   | 'LOGIN_FAILED'
   | 'LOGIN_THROTTLED'
@@ -20,11 +22,19 @@ export type ErrorCode =
   | 'CURRENCY_INVALID'
   | 'RANGE_INVALID'
   | 'INTERVAL_INVALID'
+  | 'DATES_INVALID'
+  | 'HISTORY_TOO_LARGE'
+  | 'HISTORY_BUSY'
   | 'SEARCH_NO_MATCH'
   | 'QUOTE_UNAVAILABLE'
   | 'METHOD_NOT_ALLOWED'
   | 'ROUTE_NOT_FOUND'
   | 'BAD_REQUEST'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'HEADERS_TOO_LARGE'
+  | 'REQUEST_TIMEOUT'
+  | 'SHUTTING_DOWN'
   | 'INTERNAL';
 
 export interface ErrorDetails {
@@ -43,7 +53,9 @@ export interface ErrorDetails {
   allow?: string;
   /** Extra response headers (rate limit and quota headers on 429/402/503). */
   headers?: Readonly<Record<string, string>>;
-  /** For SIGNUP_INVALID: what is wrong with the submitted form. */
+  /** For HISTORY_TOO_LARGE: the candles the request asked for (coins x points per coin). */
+  points?: number;
+  /** For SIGNUP_INVALID: what is wrong with the submitted form; for DATES_INVALID: what is wrong with the dates. */
   reason?: string;
 }
 

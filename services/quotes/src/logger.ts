@@ -13,6 +13,20 @@ interface LoggedRequest {
 }
 
 /**
+ * Where the logger writes when no destination is given: standard output through pino's
+ * sonic-boom, synchronously, as node itself writes to a file or (on Linux) a pipe on stdout.
+ * The access lines of an event-loop turn reach it as one write (AccessLog): measured over HTTP,
+ * one synchronous write per turn costs ~10 µs less per cached quote than pino's default
+ * asynchronous mode, whose every write is a round trip through libuv's thread pool. When stdout
+ * has been replaced (a test harness), pino's own default applies.
+ */
+export function defaultLogDestination(dest: number | string = 1): DestinationStream | undefined {
+  const out = process.stdout as { write: unknown; constructor: { prototype: { write: unknown } } };
+  if (dest === 1 && out.write !== out.constructor.prototype.write) return undefined;
+  return pino.destination({ dest, sync: true });
+}
+
+/**
  * The one root logger. Tokens never reach the output: the `token` query parameter is masked in
  * request URLs and the Authorization header (and any password in DATABASE_URL-like fields) is
  * redacted, as are cookies (dashboard sessions), passwords and request bodies.
@@ -27,6 +41,6 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
         err: pino.stdSerializers.err,
       },
     },
-    destination,
+    destination ?? defaultLogDestination(),
   );
 }

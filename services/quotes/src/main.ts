@@ -1,9 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { buildApp } from './app.js';
+import { replicaConfigProblems } from './cluster/replica-config.js';
 import { createDeps } from './compose.js';
 import { createLogger } from './logger.js';
-import type { Settings } from './settings.js';
+import { SettingsError, type Settings } from './settings.js';
+
+/** Exit status of a replica that lost the ingest lease (EX_TEMPFAIL): the orchestrator restarts it, as a follower. */
+export const EXIT_LEASE_LOST = 75;
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -14,6 +18,8 @@ export interface RunningServer {
 
 /** settings -> dependencies -> app -> listen. Migrations run first so a fresh database just works. */
 export async function startServer(settings: Readonly<Settings>, logger: Logger = createLogger(settings.logLevel)): Promise<RunningServer> {
+  const problems = replicaConfigProblems(settings);
+  if (problems.length > 0) throw new SettingsError(problems);
   const deps = createDeps(settings, logger);
   const applied = await deps.store.migrate();
   if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
@@ -31,6 +37,17 @@ export async function startServer(settings: Readonly<Settings>, logger: Logger =
       await app.close();
       await deps.store.close();
     })());
+  // A replica whose ingest term ended has stopped ingesting already (Replication); it restarts
+  // as a fresh follower rather than restarting each ingest component in place. In-flight
+  // requests get a tenth of the lease (at most half a second): the process, and any upstream
+  // call a backfill page still had open, is gone before the lease can expire (a fifth of it
+  // after the deadline).
+  deps.replication?.onLost((reason) => {
+    logger.fatal({ reason }, 'lost the ingest lease: exiting so this replica restarts as a follower');
+    const exit = (): never => process.exit(EXIT_LEASE_LOST);
+    setTimeout(exit, Math.min(500, settings.leaderLeaseMs / 10)).unref();
+    stop().then(exit, exit);
+  });
   return { app, url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, stop };
 }
 

@@ -20,7 +20,10 @@ import {
   type ValuesOf,
 } from '@rls/settings';
 import { isBaseInterval, type BaseInterval } from './history/intervals.js';
-import { isSupportedDatabaseUrl } from './store/database-url.js';
+import { HISTORY_SETTING_DEFS } from './history/history-settings.js';
+import { COINGECKO_SETTING_DEFS } from './coingecko/coingecko-settings.js';
+import { STREAM_SETTING_DEFS } from './stream/stream-settings.js';
+import { isSupportedDatabaseUrl, parseDatabaseUrl } from './store/database-url.js';
 
 export { SettingsError } from '@rls/settings';
 
@@ -212,10 +215,41 @@ export const SETTING_DEFS = {
   }),
   usageFlushMs: def({
     name: 'QUOTES_USAGE_FLUSH_MS',
-    default: '1000',
+    default: 'auto',
     unit: 'ms',
-    meaning: 'Time between writes of usage counts (and on shutdown); 0 writes every request at once (quotas exact across several servers, slower).',
-    parse: int(0, 60_000),
+    meaning:
+      'Time between writes of monthly usage counts (and on shutdown); 0 counts every request in the database at once (one atomic conditional increment: quotas exact across replicas); `auto` = 0 with PostgreSQL (unless QUOTES_SINGLE_REPLICA=true), 1000 otherwise. Above 0, N replicas can overshoot a quota by what they admit within one interval (0–60000).',
+    parse: (raw): number | 'auto' => (raw === 'auto' ? 'auto' : parseInteger(raw, 0, 60_000)),
+  }),
+  role: def({
+    name: 'QUOTES_ROLE',
+    default: 'all',
+    meaning:
+      '`all`: serve the API and compete to be the one ingesting replica (exchange polling and streams, FX, history backfill); `api`: serve only, from the shared market state; `ingest`: compete to ingest, not meant to take API traffic. `api` and `ingest` need PostgreSQL (several replicas); SQLite and `memory:` run one process with `all`.',
+    parse: (raw) => parseEnum(raw, ['all', 'api', 'ingest'] as const, false),
+  }),
+  singleReplica: def({
+    name: 'QUOTES_SINGLE_REPLICA',
+    default: 'false',
+    meaning:
+      '`true` declares that exactly one replica runs on PostgreSQL: allows the embedded rate limiter (per-process burst counters) and write-behind usage counting. Unset on PostgreSQL, the service refuses to start with the embedded limiter (set RATELIMIT_GRPC_ADDR to a ratelimit service loaded with ratelimit/quotes.yaml).',
+    parse: parseTrueFalse,
+  }),
+  leaderLeaseMs: def({
+    name: 'QUOTES_LEADER_LEASE',
+    default: '5s',
+    unit: 'seconds (or 5s, 1m)',
+    meaning:
+      'PostgreSQL: length of the ingest lease. The leader renews it every fifth of it and stops ingesting once a renewal has not succeeded for 80 % of it; another replica takes over after it expired, so fail-over takes at most the lease plus a fifth of it plus one market refresh (1–120 s).',
+    parse: (raw) => Math.round(parseSecondsIn(raw, 1, 120) * 1000),
+  }),
+  statePollMs: def({
+    name: 'QUOTES_STATE_POLL_INTERVAL',
+    default: '1s',
+    unit: 'seconds',
+    meaning:
+      'PostgreSQL: how often every replica reads the shared versions (one query): a replica that does not ingest reloads the market state when it moved, so it lags the ingesting replica by at most this plus a query; a token revocation or plan change made anywhere is seen within two of it (0.1–60 s).',
+    parse: (raw) => Math.round(parseSecondsIn(raw, 0.1, 60) * 1000),
   }),
   logLevel: def({ name: 'QUOTES_LOG_LEVEL', default: 'info', meaning: `Log level (pino): ${LOG_LEVELS.join(', ')}.`, parse: (raw) => parseEnum(raw, LOG_LEVELS, false) }),
   trustProxy: def({ name: 'QUOTES_TRUST_PROXY', default: 'false', meaning: '`true` behind a reverse proxy: scheme and host come from X-Forwarded-* headers.', parse: parseTrueFalse }),
@@ -223,8 +257,35 @@ export const SETTING_DEFS = {
     name: 'QUOTES_FAST_PATH',
     default: 'true',
     meaning:
-      '`true`: a GET /api/v2/crypto whose answer is already cached, by a token already known, is served ahead of the framework pipeline with identical bytes (applies when access logging is off: QUOTES_LOG_LEVEL warn or above); `false`: every request takes the full pipeline.',
+      '`true`: a GET /api/v2/crypto whose answer is already cached, by a token already known, is served ahead of the framework pipeline with identical bytes and the same access log lines; `false`: every request takes the full pipeline.',
     parse: parseTrueFalse,
+  }),
+  compression: def({
+    name: 'QUOTES_COMPRESSION',
+    default: 'true',
+    meaning: '`true`: response bodies (API JSON, dashboard assets) are sent brotli- or gzip-compressed when the request\'s Accept-Encoding allows it (brotli preferred; `Vary: Accept-Encoding`); `false`: always as they are.',
+    parse: parseTrueFalse,
+  }),
+  maxHeaderBytes: def({
+    name: 'QUOTES_MAX_HEADER_BYTES',
+    default: '16384',
+    unit: 'bytes',
+    meaning: 'Most bytes of a request line plus headers (1024–1048576); more is answered 431 in the brapi error shape and the connection closed.',
+    parse: int(1024, 1_048_576),
+  }),
+  maxBodyBytes: def({
+    name: 'QUOTES_MAX_BODY_BYTES',
+    default: '65536',
+    unit: 'bytes',
+    meaning: 'Most bytes of a request body (dashboard forms; 1024–16777216); more is answered 413.',
+    parse: int(1024, 16_777_216),
+  }),
+  compressionMinBytes: def({
+    name: 'QUOTES_COMPRESSION_MIN_BYTES',
+    default: '4096',
+    unit: 'bytes',
+    meaning: 'Smallest body that is compressed (0–1048576). Compressing a small quote saves a packet or two but costs several times the rest of the request (docs: Compression), so quotes of a few coins go as they are; history, lists and dashboard assets are compressed.',
+    parse: int(0, 1_048_576),
   }),
   rateLimitEnabled: def({ name: 'RATELIMIT_ENABLED', default: 'true', meaning: '`false` turns burst limits and sign-in throttling off entirely (monthly quotas still apply).', parse: parseTrueFalse }),
   rateLimitGrpcAddr: def({
@@ -270,6 +331,9 @@ export const SETTING_DEFS = {
   }),
   dashboardSessionSeconds: def({ name: 'DASHBOARD_SESSION_TTL', default: '7d', unit: 'seconds (or 30m, 12h, 7d)', meaning: 'Lifetime of a dashboard session (60 s–365 d).', parse: seconds(60, 365 * 86_400) }),
   dashboardAssetsDir: def({ name: 'DASHBOARD_ASSETS_DIR', default: undefined, unit: 'path', meaning: 'Directory of the built dashboard; unset: services/quotes/dist/web (produced by npm run build).', parse: optional(text) }),
+  ...STREAM_SETTING_DEFS,
+  ...HISTORY_SETTING_DEFS,
+  ...COINGECKO_SETTING_DEFS,
 } as const;
 
 type DeclaredValues = ValuesOf<typeof SETTING_DEFS>;
@@ -301,8 +365,11 @@ function combine(v: DeclaredValues) {
   const anyTlsFile = ca !== undefined || cert !== undefined || key !== undefined || serverName !== undefined;
   const rateLimitTls: RateLimitTls | undefined = anyTlsFile ? { ca, cert, key, serverName } : rateLimitGrpcTls ? { ca: undefined, cert: undefined, key: undefined, serverName: undefined } : undefined;
   const autoFx: readonly FxSourceKind[] = rest.marketSource === 'simulated' ? ['simulated'] : ['ptax', 'ecb'];
+  const postgres = parseDatabaseUrl(rest.databaseUrl, rest.dataDir)?.kind === 'postgres';
   return {
     ...rest,
+    // Write-through on a shared database: replicas never overshoot a quota together.
+    usageFlushMs: rest.usageFlushMs === 'auto' ? (postgres && !rest.singleReplica ? 0 : 1000) : rest.usageFlushMs,
     fxSources: fxSource === 'auto' ? autoFx : fxSource,
     refreshSeconds: marketRefreshSeconds ?? rest.refreshSeconds,
     staleSeconds: marketStaleSeconds ?? rest.staleSeconds,

@@ -91,6 +91,16 @@ export interface CounterStore {
   execute?(ops: readonly CounterOp[]): Promise<OpResult[]>;
   /** Current values (0 when missing, at most SATURATED_COUNT), in key order. Used by STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT. */
   get(keys: readonly string[]): Promise<number[]>;
+  /**
+   * In-process stores only: `increment`, `execute` and `get` answered synchronously (same
+   * results; StoreError thrown instead of rejected). Lets an embedding caller decide a request
+   * without a promise per call (RateLimitService.shouldRateLimitNow).
+   */
+  readonly now?: {
+    increment(ops: readonly CounterOp[]): number[];
+    execute(ops: readonly CounterOp[]): OpResult[];
+    get(keys: readonly string[]): number[];
+  };
   /** True while at least one connection to the backend is up (memory store: always). */
   isConnected(): boolean;
   /** Subscribe to connection state changes (used by the health component). */

@@ -63,12 +63,27 @@ export class MemoryStore implements CounterStore {
     this.evictedCounter = opts.stats?.counter('ratelimit.memory_store.evicted');
   }
 
+  /** The synchronous forms of `increment`, `execute` and `get` (CounterStore.now). */
+  readonly now = {
+    increment: (ops: readonly CounterOp[]): number[] => this.incrementNow(ops),
+    execute: (ops: readonly CounterOp[]): OpResult[] => this.executeNow(ops),
+    get: (keys: readonly string[]): number[] => this.getNow(keys),
+  };
+
   increment(ops: readonly CounterOp[]): Promise<number[]> {
+    try {
+      return Promise.resolve(this.incrementNow(ops));
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+  }
+
+  private incrementNow(ops: readonly CounterOp[]): number[] {
     // Validate first so a bad op changes nothing (Redis would have applied the ops before it).
     for (const op of ops) {
-      if (!Number.isSafeInteger(op.addend)) return Promise.reject(new StoreError(`memory store: addend ${op.addend} is not an integer`));
+      if (!Number.isSafeInteger(op.addend)) throw new StoreError(`memory store: addend ${op.addend} is not an integer`);
       if (!Number.isSafeInteger(op.expireSeconds)) {
-        return Promise.reject(new StoreError(`memory store: expire ${op.expireSeconds} is not an integer`));
+        throw new StoreError(`memory store: expire ${op.expireSeconds} is not an integer`);
       }
     }
     const now = this.clock.now();
@@ -79,7 +94,7 @@ export class MemoryStore implements CounterStore {
       out[i] = this.apply(op.key, op.addend, op.expireSeconds * 1000, now);
     }
     this.keysGauge?.set(this.entries.size);
-    return Promise.resolve(out);
+    return out;
   }
 
   /**
@@ -88,15 +103,23 @@ export class MemoryStore implements CounterStore {
    * Validated first, so a bad op changes nothing.
    */
   execute(ops: readonly CounterOp[]): Promise<OpResult[]> {
+    try {
+      return Promise.resolve(this.executeNow(ops));
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+  }
+
+  private executeNow(ops: readonly CounterOp[]): OpResult[] {
     for (const op of ops) {
-      if (!Number.isSafeInteger(op.addend) || op.addend < 0) return Promise.reject(new StoreError(`memory store: addend ${op.addend} is not a non-negative integer`));
+      if (!Number.isSafeInteger(op.addend) || op.addend < 0) throw new StoreError(`memory store: addend ${op.addend} is not a non-negative integer`);
       const b = op.bucket;
       if (b !== undefined) {
         if (!Number.isSafeInteger(b.nowUs) || b.nowUs < 0 || !Number.isSafeInteger(b.emissionUs) || b.emissionUs < 1 || !Number.isSafeInteger(b.toleranceUs) || b.toleranceUs < 0) {
-          return Promise.reject(new StoreError(`memory store: invalid token bucket parameters for ${op.key}`));
+          throw new StoreError(`memory store: invalid token bucket parameters for ${op.key}`);
         }
       } else if (!Number.isSafeInteger(op.expireSeconds)) {
-        return Promise.reject(new StoreError(`memory store: expire ${op.expireSeconds} is not an integer`));
+        throw new StoreError(`memory store: expire ${op.expireSeconds} is not an integer`);
       }
     }
     const now = this.clock.now();
@@ -112,12 +135,16 @@ export class MemoryStore implements CounterStore {
       out[i] = op.previousKey === undefined ? { value } : { value, previous: this.read(op.previousKey, now) };
     }
     this.keysGauge?.set(this.entries.size);
-    return Promise.resolve(out);
+    return out;
   }
 
   get(keys: readonly string[]): Promise<number[]> {
+    return Promise.resolve(this.getNow(keys));
+  }
+
+  private getNow(keys: readonly string[]): number[] {
     const now = this.clock.now();
-    return Promise.resolve(keys.map((k) => this.read(k, now)));
+    return keys.map((k) => this.read(k, now));
   }
 
   private read(key: string, now: number): number {

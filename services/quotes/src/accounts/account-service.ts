@@ -27,7 +27,10 @@ export interface AccountServiceDeps {
   plans: PlanCatalog;
   clock: Clock;
   random: RandomBytes;
-  /** See Store.changeVersion: when given, resolved tokens are cached until it changes. */
+  /**
+   * See Store.changeVersion: when given, resolved tokens are cached until it changes (PostgreSQL
+   * replicas pass the polled change counter of cluster/replication.ts instead).
+   */
   changeVersion?: (() => number) | undefined;
 }
 
@@ -39,7 +42,9 @@ const CHANGE_CHECK_MS = 1;
  * Tokens and their plans. Resolved tokens are cached (by hash) only while the store reports no
  * change from another connection (asked at most once a millisecond), and the cache is dropped on
  * this service's own changes, so a revocation, e.g. by the CLI, takes effect within a
- * millisecond. Stores that cannot report changes cheaply (PostgreSQL) are asked on every request.
+ * millisecond with SQLite. On PostgreSQL the version is a change counter the replicas poll
+ * (QUOTES_STATE_POLL_INTERVAL), so a revocation made anywhere is seen within two polls; without a
+ * version the store is asked on every request.
  */
 export class AccountService {
   private readonly cache = new Map<string, Account>();

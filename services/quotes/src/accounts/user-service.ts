@@ -77,18 +77,26 @@ export class UserService {
     if (!deps.plans.has(deps.signupPlan)) throw new Error(`DASHBOARD_SIGNUP_PLAN: unknown plan "${deps.signupPlan}"`);
   }
 
-  /** Creates the user and their first token; the token is returned once and never stored. */
-  async signUp(emailRaw: string, password: string): Promise<{ user: UserRecord; token: string }> {
+  /**
+   * Registers `email` with `password` unless the email is taken. The caller's answer must not
+   * depend on the result (sign-up would otherwise tell anyone which emails have accounts), so the
+   * work is the same either way: the password is hashed before the email is looked up, and a
+   * taken email costs the lookup that a free one costs before its insert. No token yet: the
+   * first sign-in issues it (`issueFirstToken`), so it is only ever shown to whoever knows the
+   * password. Returns the new user, or undefined when the email was taken.
+   */
+  async signUp(emailRaw: string, password: string): Promise<UserRecord | undefined> {
     const email = normalizeEmail(emailRaw);
     if (!EMAIL.test(email)) throw new QuotesError('SIGNUP_INVALID', { reason: 'Enter a valid email address' });
     if (password.length < PASSWORD_MIN || password.length > PASSWORD_MAX) {
       throw new QuotesError('SIGNUP_INVALID', { reason: `The password must have ${PASSWORD_MIN} to ${PASSWORD_MAX} characters` });
     }
-    if ((await this.deps.users.findByEmail(email)) !== undefined) throw new QuotesError('EMAIL_TAKEN');
+    const passwordHash = await hashPassword(password, this.deps.scrypt ?? DEFAULT_SCRYPT, this.deps.random);
+    if ((await this.deps.users.findByEmail(email)) !== undefined) return undefined;
     const user: UserRecord = {
       id: 'usr_' + this.deps.random(9).toString('hex'),
       email,
-      passwordHash: await hashPassword(password, this.deps.scrypt ?? DEFAULT_SCRYPT, this.deps.random),
+      passwordHash,
       planId: this.deps.signupPlan,
       tokenId: null,
       createdAt: this.deps.clock.now(),
@@ -97,11 +105,26 @@ export class UserService {
       await this.deps.users.insert(user);
     } catch {
       // The unique index caught a concurrent sign-up with the same email.
-      throw new QuotesError('EMAIL_TAKEN');
+      return undefined;
     }
-    const { record, token } = await this.deps.accounts.createToken(`dashboard:${email}`, user.planId);
+    return user;
+  }
+
+  /**
+   * The user's first API token, created at their first sign-in and returned once (only its hash
+   * is stored); undefined when they already have one. Two first sign-ins at once leave exactly
+   * one live token: the loser revokes its own.
+   */
+  async issueFirstToken(user: UserRecord): Promise<string | undefined> {
+    if (user.tokenId !== null) return undefined;
+    const { record, token } = await this.deps.accounts.createToken(`dashboard:${user.email}`, user.planId);
     await this.deps.users.setToken(user.id, record.id);
-    return { user: { ...user, tokenId: record.id }, token };
+    const now = await this.deps.users.findById(user.id);
+    if (now?.tokenId !== record.id) {
+      await this.deps.accounts.revoke(record.id);
+      return undefined;
+    }
+    return token;
   }
 
   /** The user when the password matches; the same work is done for unknown emails (no timing oracle). */

@@ -18,7 +18,8 @@ export interface Answer {
   body: string | undefined;
 }
 
-const QUOTE_VARY = 'Authorization, Accept-Language';
+// Lower case, as @fastify/compress looks for `accept-encoding` before adding it.
+const QUOTE_VARY = 'authorization, accept-language, accept-encoding';
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 let isoAt = NaN;

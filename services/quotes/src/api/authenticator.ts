@@ -41,9 +41,9 @@ export type Authenticate = (request: FastifyRequest, reply: FastifyReply) => Pro
  * monthly quota), adding their headers, refused or not. Called at the start of each crypto
  * handler (a route hook would cost an extra callback hop on the hottest path).
  */
-export function authenticator(accounts: AccountService, limiters: readonly RequestLimiter[]): Authenticate {
+export function authenticator(accounts: AccountService, limiters: readonly RequestLimiter[], tokenFrom: (request: FastifyRequest) => string | undefined = requestToken): Authenticate {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    const account = authorize(await accounts.authenticate(requestToken(request)));
+    const account = authorize(await accounts.authenticate(tokenFrom(request)));
     const headers: string[] = [];
     try {
       await admitAll(account, limiters, headers);

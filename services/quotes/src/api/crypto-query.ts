@@ -2,7 +2,7 @@ import type { Plan } from '../accounts/plans.js';
 import { QuotesError } from '../errors.js';
 import { resolveHistoryParams, type HistoryParams } from '../history/range-rules.js';
 import type { CoinCatalog } from '../market/coin-catalog.js';
-import { CURRENCIES, DEFAULT_CURRENCY, isCurrency } from '../market/currencies.js';
+import { CURRENCIES, DEFAULT_CURRENCY, isQuoteCurrency } from '../market/currencies.js';
 import type { CryptoRequest } from '../service/quote-service.js';
 
 export type RawQuery = Record<string, string | string[] | undefined>;
@@ -22,7 +22,8 @@ export function queryValue(q: RawQuery, name: string): string | undefined {
 
 /**
  * Validates `/api/v2/crypto` parameters for a plan, in brapi's order of complaints:
- * missing coin (417), currency, range/interval, too many coins, unknown coins (400).
+ * missing coin (417), currency, range/interval (and the startDate/endDate extension), too many
+ * coins, unknown coins (400).
  */
 export function parseCryptoQuery(q: RawQuery, plan: Plan, catalog: CoinCatalog): ParsedCryptoQuery {
   const coinRaw = queryValue(q, 'coin');
@@ -31,10 +32,18 @@ export function parseCryptoQuery(q: RawQuery, plan: Plan, catalog: CoinCatalog):
 
   const currencyRaw = queryValue(q, 'currency')?.trim().toUpperCase();
   const currency = currencyRaw === undefined || currencyRaw === '' ? DEFAULT_CURRENCY : currencyRaw;
-  if (!isCurrency(currency)) throw new QuotesError('CURRENCY_INVALID', { valid: CURRENCIES });
+  // Extension: more PTAX fiat currencies and BTC / ETH / USDT (market/currencies.ts); the error
+  // still lists brapi's own set, as brapi does.
+  if (!isQuoteCurrency(currency)) throw new QuotesError('CURRENCY_INVALID', { valid: CURRENCIES });
 
   const blankToUndefined = (v: string | undefined): string | undefined => (v === undefined || v.trim() === '' ? undefined : v.trim());
-  const history = resolveHistoryParams(blankToUndefined(queryValue(q, 'range')), blankToUndefined(queryValue(q, 'interval')), plan);
+  const history = resolveHistoryParams(
+    blankToUndefined(queryValue(q, 'range')),
+    blankToUndefined(queryValue(q, 'interval')),
+    plan,
+    blankToUndefined(queryValue(q, 'startDate')),
+    blankToUndefined(queryValue(q, 'endDate')),
+  );
 
   if (coins.length > plan.maxCoinsPerRequest) throw new QuotesError('COINS_TOO_MANY', { limit: plan.maxCoinsPerRequest });
   const unknown = coins.filter((c) => catalog.get(c) === undefined);

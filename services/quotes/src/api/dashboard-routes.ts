@@ -20,6 +20,9 @@ export const SESSION_COOKIE = 'qd_session';
 /** Pre-session CSRF secret for the sign-in and sign-up forms (before any session exists). */
 export const PRE_SESSION_COOKIE = 'qd_csrf';
 
+/** The sign-up answer, the same for a new and a taken email. */
+export const SIGNUP_ACCEPTED = 'If this email had no account, it has one now: sign in with your password to get your API token';
+
 const CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 function derive(label: string, secret: string): string {
@@ -70,7 +73,12 @@ export function registerDashboardRoutes(app: FastifyInstance, deps: DashboardRou
     return user;
   }
 
-  /** Every state-changing request: same origin, JSON, and the CSRF token of this browser. */
+  /**
+   * Every state-changing request: same origin, JSON, and the CSRF token of this browser. While a
+   * session is live only its token counts; the pre-session token (its cookie is replaced at
+   * sign-in and sign-out, see `rotatePreSession`) is accepted only by the forms that have no
+   * session yet (sign-in, sign-up) and by sign-out.
+   */
   async function checkCsrf(request: FastifyRequest): Promise<void> {
     const origin = request.headers.origin;
     if (origin !== undefined && origin !== `${request.protocol}://${request.host}`) throw new QuotesError('CSRF_REJECTED');
@@ -78,10 +86,25 @@ export function registerDashboardRoutes(app: FastifyInstance, deps: DashboardRou
     const sent = request.headers['x-csrf-token'];
     if (typeof sent !== 'string' || sent === '') throw new QuotesError('CSRF_REJECTED');
     const sid = cookie(request, SESSION_COOKIE);
-    if (sid !== undefined && (await users.resolveSession(sid)) !== undefined && sameText(sent, derive('csrf', sid))) return;
+    if (sid !== undefined && (await users.resolveSession(sid)) !== undefined) {
+      if (sameText(sent, derive('csrf', sid))) return;
+      throw new QuotesError('CSRF_REJECTED');
+    }
+    const url = request.routeOptions.url;
+    if (url !== '/dashboard/api/signin' && url !== '/dashboard/api/signup' && url !== '/dashboard/api/signout') throw new QuotesError('CSRF_REJECTED');
     const pre = cookie(request, PRE_SESSION_COOKIE);
     if (pre !== undefined && pre.length >= 32 && sameText(sent, derive('pre', pre))) return;
     throw new QuotesError('CSRF_REJECTED');
+  }
+
+  /**
+   * A new pre-session secret for this browser, replacing the one whose token was shown before
+   * sign-in or while signed in, so that token stops working; returns the new token.
+   */
+  function rotatePreSession(request: FastifyRequest, reply: FastifyReply): string {
+    const pre = deps.random(32).toString('base64url');
+    setCookie(request, reply, PRE_SESSION_COOKIE, pre);
+    return derive('pre', pre);
   }
 
   /** Fixation defence: whatever session the browser had is dropped, and a new id is issued. */
@@ -89,6 +112,8 @@ export function registerDashboardRoutes(app: FastifyInstance, deps: DashboardRou
     await users.endSession(cookie(request, SESSION_COOKIE));
     const sid = await users.startSession(user.id);
     setCookie(request, reply, SESSION_COOKIE, sid, deps.sessionTtlSeconds);
+    // The pre-session token of the sign-in form is dead from here on.
+    setCookie(request, reply, PRE_SESSION_COOKIE, '', 0);
     return derive('csrf', sid);
   }
 
@@ -134,12 +159,13 @@ export function registerDashboardRoutes(app: FastifyInstance, deps: DashboardRou
         return { signedIn: false, csrfToken: derive('pre', pre) };
       });
 
+      // The same answer whether or not the email already has an account (no enumeration):
+      // nothing is signed in here; the account is used by signing in with its password.
       scope.post('/dashboard/api/signup', async (request, reply) => {
+        await deps.throttle.signup(request.ip);
         const { email, password } = credentials(request.body);
-        await deps.throttle.attempt(request.ip, undefined);
-        const { user, token } = await users.signUp(email, password);
-        const csrfToken = await signInAs(request, reply, user);
-        return reply.code(201).send({ email: user.email, token, csrfToken });
+        await users.signUp(email, password);
+        return reply.code(202).send({ message: SIGNUP_ACCEPTED });
       });
 
       scope.post('/dashboard/api/signin', async (request, reply) => {
@@ -148,13 +174,15 @@ export function registerDashboardRoutes(app: FastifyInstance, deps: DashboardRou
         const user = await users.signIn(email, password);
         if (user === undefined) throw new QuotesError('LOGIN_FAILED');
         const csrfToken = await signInAs(request, reply, user);
-        return { email: user.email, csrfToken };
+        // The first sign-in of an account issues its API token, shown this once.
+        const token = await users.issueFirstToken(user);
+        return token === undefined ? { email: user.email, csrfToken } : { email: user.email, csrfToken, token };
       });
 
       scope.post('/dashboard/api/signout', async (request, reply) => {
         await users.endSession(cookie(request, SESSION_COOKIE));
         setCookie(request, reply, SESSION_COOKIE, '', 0);
-        return reply.code(204).send();
+        return { signedIn: false, csrfToken: rotatePreSession(request, reply) };
       });
 
       scope.get('/dashboard/api/account', async (request) => {

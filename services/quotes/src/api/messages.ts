@@ -13,6 +13,8 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   PLAN_NO_CRYPTO: 403,
   QUOTA_EXHAUSTED: 402,
   RATE_LIMITED: 429,
+  STREAM_LIMIT: 429,
+  STREAMS_FULL: 503,
   RATE_LIMIT_UNAVAILABLE: 503,
   LOGIN_FAILED: 401,
   LOGIN_THROTTLED: 429,
@@ -26,11 +28,19 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   CURRENCY_INVALID: 400,
   RANGE_INVALID: 400,
   INTERVAL_INVALID: 400,
+  DATES_INVALID: 400,
+  HISTORY_TOO_LARGE: 400,
+  HISTORY_BUSY: 503,
   SEARCH_NO_MATCH: 404,
   QUOTE_UNAVAILABLE: 503,
   METHOD_NOT_ALLOWED: 405,
   ROUTE_NOT_FOUND: 404,
   BAD_REQUEST: 400,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  HEADERS_TOO_LARGE: 431,
+  REQUEST_TIMEOUT: 408,
+  SHUTTING_DOWN: 503,
   INTERNAL: 500,
 };
 
@@ -53,6 +63,14 @@ const TEXT: Readonly<Record<ErrorCode, Record<Language, (d: ErrorDetails) => str
   RATE_LIMITED: {
     en: () => 'You have exceeded the rate limit of your plan',
     'pt-BR': () => 'Você excedeu o rate limit do seu plano',
+  },
+  STREAM_LIMIT: {
+    en: (d) => `Too many open streams for this token (limit ${d.limit ?? 0}); close one first`,
+    'pt-BR': (d) => `Muitos streams abertos para este token (limite ${d.limit ?? 0}); feche um antes`,
+  },
+  STREAMS_FULL: {
+    en: () => 'The server has too many open streams, please retry shortly',
+    'pt-BR': () => 'O servidor tem streams demais abertos, tente novamente em instantes',
   },
   RATE_LIMIT_UNAVAILABLE: {
     en: () => 'Rate limiting is temporarily unavailable, please retry shortly',
@@ -106,6 +124,20 @@ const TEXT: Readonly<Record<ErrorCode, Record<Language, (d: ErrorDetails) => str
     en: (d) => `Invalid field 'interval'. Valid intervals: ${list(d.valid)}`,
     'pt-BR': (d) => `Campo 'interval' inválido. Intervalos válidos: ${list(d.valid)}`,
   },
+  DATES_INVALID: {
+    en: (d) => `Invalid 'startDate'/'endDate': ${d.reason ?? ''}`,
+    'pt-BR': (d) => `Campos 'startDate'/'endDate' inválidos: ${d.reason ?? ''}`,
+  },
+  HISTORY_TOO_LARGE: {
+    en: (d) =>
+      `This request asks for ${d.points ?? 0} candles (coins x points per coin); the limit is ${d.limit ?? 0} per request (QUOTES_HISTORY_MAX_POINTS). Ask for fewer coins, a coarser interval or a shorter range`,
+    'pt-BR': (d) =>
+      `Esta requisição pede ${d.points ?? 0} candles (moedas x pontos por moeda); o limite é ${d.limit ?? 0} por requisição (QUOTES_HISTORY_MAX_POINTS). Peça menos moedas, um intervalo maior ou um período menor`,
+  },
+  HISTORY_BUSY: {
+    en: (d) => `The server is busy with ${d.limit ?? 0} large history requests (QUOTES_HISTORY_CONCURRENCY + QUOTES_HISTORY_QUEUE); please retry shortly`,
+    'pt-BR': (d) => `O servidor está ocupado com ${d.limit ?? 0} requisições grandes de histórico (QUOTES_HISTORY_CONCURRENCY + QUOTES_HISTORY_QUEUE); tente novamente em instantes`,
+  },
   SEARCH_NO_MATCH: {
     en: () => 'Coin not found',
     'pt-BR': () => 'Coin not found',
@@ -123,8 +155,28 @@ const TEXT: Readonly<Record<ErrorCode, Record<Language, (d: ErrorDetails) => str
     'pt-BR': () => 'Rota não encontrada',
   },
   BAD_REQUEST: {
-    en: () => 'Bad request',
-    'pt-BR': () => 'Requisição inválida',
+    en: (d) => (d.reason === undefined ? 'Bad request' : `Bad request: ${d.reason}`),
+    'pt-BR': (d) => (d.reason === undefined ? 'Requisição inválida' : `Requisição inválida: ${d.reason}`),
+  },
+  PAYLOAD_TOO_LARGE: {
+    en: (d) => `Request body too large: the limit is ${d.limit ?? 0} bytes`,
+    'pt-BR': (d) => `Corpo da requisição grande demais: o limite é ${d.limit ?? 0} bytes`,
+  },
+  UNSUPPORTED_MEDIA_TYPE: {
+    en: (d) => `Unsupported Content-Type${d.reason === undefined ? '' : ` '${d.reason}'`}: send application/json`,
+    'pt-BR': (d) => `Content-Type não suportado${d.reason === undefined ? '' : ` '${d.reason}'`}: envie application/json`,
+  },
+  HEADERS_TOO_LARGE: {
+    en: (d) => `Request header fields too large: the request line and headers may take at most ${d.limit ?? 0} bytes`,
+    'pt-BR': (d) => `Cabeçalhos da requisição grandes demais: a linha de requisição e os cabeçalhos podem ter no máximo ${d.limit ?? 0} bytes`,
+  },
+  REQUEST_TIMEOUT: {
+    en: () => 'The request was not received in time',
+    'pt-BR': () => 'A requisição não foi recebida a tempo',
+  },
+  SHUTTING_DOWN: {
+    en: () => 'The server is shutting down, please retry on another server or shortly',
+    'pt-BR': () => 'O servidor está sendo desligado, tente novamente em outro servidor ou em instantes',
   },
   INTERNAL: {
     en: () => 'Something went wrong while fetching the data',

@@ -53,7 +53,7 @@ export function registerMetaRoutes(app: FastifyInstance, deps: MetaRoutesDeps): 
     void reply
       .code(204)
       .header('access-control-allow-methods', 'GET, HEAD, OPTIONS')
-      .header('access-control-allow-headers', 'Authorization, Content-Type, If-None-Match, Accept-Language')
+      .header('access-control-allow-headers', 'Authorization, Content-Type, If-None-Match, Accept-Language, X-Cg-Demo-Api-Key, X-Cg-Pro-Api-Key')
       .header('access-control-max-age', '86400')
       .send();
   });

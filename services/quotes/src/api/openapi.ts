@@ -1,6 +1,7 @@
 import type { PlanCatalog } from '../accounts/plans.js';
 import { INTERVALS, RANGES } from '../history/intervals.js';
-import { CURRENCIES } from '../market/currencies.js';
+import { QUOTE_CURRENCIES } from '../market/currencies.js';
+import { COINGECKO_SECURITY_SCHEMES, coingeckoPaths } from '../coingecko/cg-openapi.js';
 
 const num = { type: 'number' };
 const nullableNum = { type: ['number', 'null'] };
@@ -33,9 +34,24 @@ export function buildOpenApi(plans: PlanCatalog): Record<string, unknown> {
           summary: 'Quotes (and optional history) for one or more coins',
           parameters: [
             { name: 'coin', in: 'query', required: true, schema: str, description: 'Comma-separated symbols, e.g. BTC,ETH', example: 'BTC,ETH' },
-            { name: 'currency', in: 'query', required: false, schema: { type: 'string', enum: [...CURRENCIES], default: 'BRL' } },
+            { name: 'currency', in: 'query', required: false, schema: { type: 'string', enum: [...QUOTE_CURRENCIES], default: 'BRL' }, description: "brapi's BRL, USD, EUR, GBP, JPY, CHF, CAD, AUD, DKK, NOK, SEK; extension: more PTAX fiat currencies (served where an FX source has a rate, else 400) and BTC, ETH (priced by the coin's own USD price; amounts with 8 decimals) and USDT (1:1 with USD)" },
             { name: 'range', in: 'query', required: false, schema: { type: 'string', enum: [...RANGES] }, description: 'History period (default 1mo when interval is given)' },
             { name: 'interval', in: 'query', required: false, schema: { type: 'string', enum: [...INTERVALS] }, description: 'History granularity (default 1d when range is given)' },
+            {
+              name: 'startDate',
+              in: 'query',
+              required: false,
+              schema: { type: 'string', maxLength: 40, examples: ['2026-03-01', '2026-03-01T06:00:00Z'] },
+              description:
+                "Extension (not in brapi's crypto API): history from this UTC day (YYYY-MM-DD) or ISO 8601 instant with a zone, instead of `range`; needs `endDate`; `usedRange` is then `custom`",
+            },
+            {
+              name: 'endDate',
+              in: 'query',
+              required: false,
+              schema: { type: 'string', maxLength: 40, examples: ['2026-03-31'] },
+              description: 'Extension: end of the `startDate` window: a UTC day (included) or an ISO 8601 instant (excluded); capped at now',
+            },
             tokenParam,
           ],
           responses: {
@@ -45,7 +61,10 @@ export function buildOpenApi(plans: PlanCatalog): Record<string, unknown> {
               content: { 'application/json': { schema: { $ref: '#/components/schemas/CryptoResponse' } } },
             },
             '304': { description: 'Not modified (If-None-Match matched the ETag)' },
-            '400': errorResponse('Unknown coin, invalid currency, range or interval, or too many coins for the plan', "Invalid field 'range'. Valid ranges: 1d, 5d, 1mo"),
+            '400': errorResponse(
+              'Unknown coin, invalid currency, range, interval or startDate/endDate, too many coins for the plan, or more history candles than QUOTES_HISTORY_MAX_POINTS (coins x points)',
+              "Invalid field 'range'. Valid ranges: 1d, 5d, 1mo",
+            ),
             '401': errorResponse('Missing or invalid token', 'Your token is invalid, please check your token'),
             '402': errorResponse('Monthly request quota used up', 'You have reached the request limit of your plan. Please consider upgrading to a better plan'),
             '403': errorResponse('The plan has no crypto access', 'Your plan does not allow access to cryptocurrency data. Please consider upgrading to a paid plan'),
@@ -59,7 +78,7 @@ export function buildOpenApi(plans: PlanCatalog): Record<string, unknown> {
         get: {
           operationId: 'cryptoListAvailable',
           summary: 'Symbols accepted by /api/v2/crypto',
-          parameters: [{ name: 'search', in: 'query', required: false, schema: str, description: 'Case-insensitive part of the symbol' }, tokenParam],
+          parameters: [{ name: 'search', in: 'query', required: false, schema: str, description: 'Case-insensitive part of the symbol or (extension) of the name: bitcoin finds BCH, BTC, WBTC' }, tokenParam],
           responses: {
             '200': { description: 'Sorted symbols', content: { 'application/json': { schema: { $ref: '#/components/schemas/AvailableResponse' } } } },
             '401': errorResponse('Missing or invalid token', 'Your token is invalid, please check your token'),
@@ -72,6 +91,32 @@ export function buildOpenApi(plans: PlanCatalog): Record<string, unknown> {
           },
         },
       },
+      '/api/v2/crypto/stream': {
+        get: {
+          operationId: 'cryptoStream',
+          summary: 'Live quotes as Server-Sent Events (extension)',
+          description:
+            'Keeps the response open: `event: quote` with `id: <epoch>.<version>` and `data: {"coins":[Coin…],"requestedAt":…}`, first the current state, then after each market refresh only the coins that changed; a heartbeat comment every QUOTES_STREAM_HEARTBEAT; `Last-Event-ID` resumes with what changed since. Counts one request at open and one per QUOTES_STREAM_CHARGE_INTERVAL; a refused charge ends it with `event: error`.',
+          parameters: [
+            { name: 'coin', in: 'query', required: true, schema: str, example: 'BTC,ETH' },
+            { name: 'currency', in: 'query', required: false, schema: { type: 'string', enum: [...QUOTE_CURRENCIES], default: 'BRL' } },
+            { name: 'Last-Event-ID', in: 'header', required: false, schema: str, description: 'Id of the last event received (EventSource sends it when reconnecting)' },
+            { name: 'lastEventId', in: 'query', required: false, schema: str, description: 'The same, for a first connection that cannot set headers' },
+            tokenParam,
+          ],
+          responses: {
+            '200': { description: 'Event stream', content: { 'text/event-stream': { schema: str } } },
+            '400': errorResponse('Unknown coin, invalid currency, or too many coins for the plan', 'Coin not found: NOPE'),
+            '401': errorResponse('Missing or invalid token', 'Your token is invalid, please check your token'),
+            '402': errorResponse('Monthly request quota used up', 'You have reached the request limit of your plan. Please consider upgrading to a better plan'),
+            '403': errorResponse('The plan has no crypto access', 'Your plan does not allow access to cryptocurrency data. Please consider upgrading to a paid plan'),
+            '417': errorResponse('`coin` missing', 'Missing required parameter: `coin`'),
+            '429': errorResponse('Too many open streams for the token, or burst limit reached', 'Too many open streams for this token (limit 5); close one first'),
+            '503': errorResponse('Too many open streams on the server (Retry-After)', 'The server has too many open streams, please retry shortly'),
+          },
+        },
+      },
+      ...coingeckoPaths(),
       '/health': { get: { summary: 'Liveness and data freshness', security: [], responses: { '200': { description: 'Status' } } } },
       '/icons/{file}': {
         get: {
@@ -86,6 +131,7 @@ export function buildOpenApi(plans: PlanCatalog): Record<string, unknown> {
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <token> (preferred)' },
         token: { type: 'apiKey', in: 'query', name: 'token' },
+        ...COINGECKO_SECURITY_SCHEMES,
       },
       schemas: {
         Error: { type: 'object', properties: { error: { const: true }, message: str }, required: ['error', 'message'] },

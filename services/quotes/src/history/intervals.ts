@@ -63,6 +63,27 @@ function monthsPerBucket(interval: Interval): number | undefined {
   return undefined;
 }
 
+/**
+ * Fixed bucket length of `interval` in seconds and the start of one bucket (buckets start at
+ * offset + k * length), or undefined for calendar months.
+ */
+export function fixedGrid(interval: Interval): { length: number; offset: number } | undefined {
+  if (interval === '1wk') return { length: WEEK, offset: MONDAY_OFFSET };
+  const fixed = FIXED[interval];
+  return fixed === undefined ? undefined : { length: fixed, offset: 0 };
+}
+
+/** How many buckets of `interval` start in [from, to). */
+export function bucketCount(interval: Interval, from: number, to: number): number {
+  const first = alignUp(interval, from);
+  if (first >= to) return 0;
+  const grid = fixedGrid(interval);
+  if (grid !== undefined) return Math.floor((to - 1 - first) / grid.length) + 1;
+  let n = 0;
+  for (let t = first; t < to; t = bucketEnd(interval, t)) n++;
+  return n;
+}
+
 /** Start of the UTC bucket of `interval` holding instant `t`. */
 export function bucketStart(interval: Interval, t: number): number {
   const fixed = FIXED[interval];

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { CoinIds } from './coin-ids.js';
 
 export interface CoinInfo {
   symbol: string;
@@ -28,22 +29,32 @@ export class CoinCatalog {
   private readonly bySymbol: ReadonlyMap<string, CoinInfo>;
   /** Sorted symbols, so /available answers without sorting per request. */
   readonly symbols: readonly string[];
+  /** CoinGecko ids of the listed coins (market/coin-ids.ts). */
+  readonly ids: CoinIds;
+  /** Lower-case names, per symbol, for name search. */
+  private readonly lowerNames: ReadonlyMap<string, string>;
 
   constructor(symbols: readonly string[], names: Readonly<Record<string, string>>, overrides: Readonly<Record<string, string>> = NAME_OVERRIDES) {
     const m = new Map<string, CoinInfo>();
     for (const s of symbols) m.set(s, { symbol: s, name: overrides[s] ?? names[s] ?? s });
     this.bySymbol = m;
     this.symbols = Object.freeze([...m.keys()].sort());
+    this.ids = new CoinIds(this.symbols, (s) => m.get(s)?.name ?? s);
+    this.lowerNames = new Map([...m.values()].map((c) => [c.symbol, c.name.toLowerCase()]));
   }
 
   get(symbol: string): CoinInfo | undefined {
     return this.bySymbol.get(symbol);
   }
 
-  /** Case-insensitive substring match on the symbol, sorted. */
+  /**
+   * Case-insensitive substring match on the symbol or the name (`bitcoin` finds BTC, BCH and
+   * WBTC), sorted by symbol.
+   */
   search(term: string | undefined): string[] {
     if (term === undefined || term === '') return [...this.symbols];
     const t = term.toUpperCase();
-    return this.symbols.filter((s) => s.includes(t));
+    const lower = term.toLowerCase();
+    return this.symbols.filter((s) => s.includes(t) || (this.lowerNames.get(s)?.includes(lower) ?? false));
   }
 }

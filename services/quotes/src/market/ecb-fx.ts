@@ -1,5 +1,5 @@
 import { XMLParser } from 'fast-xml-parser';
-import { CURRENCIES } from './currencies.js';
+import { FIAT_CURRENCIES } from './currencies.js';
 import type { HttpGetter } from './http-json.js';
 import type { OfficialLatest } from './official-latest.js';
 import type { DailyRate, FxSnapshot, FxSource } from './types.js';
@@ -47,7 +47,7 @@ function fromEuroRates(m: ReadonlyMap<string, number>, currency: string): number
  */
 export class EcbFx implements FxSource {
   readonly kind = 'ecb';
-  readonly currencies: readonly string[] = CURRENCIES.filter((c) => c !== 'USD');
+  readonly currencies: readonly string[] = FIAT_CURRENCIES.filter((c) => c !== 'USD');
   private latestCache: OfficialLatest | undefined;
   private hist: { day: string; data: EcbDays } | undefined;
 

@@ -25,6 +25,18 @@ export interface MarketSnapshotsDeps {
    * wait on an upstream (exchanges may retry for a while), except for the very first snapshot.
    */
   mode?: 'on-demand' | 'background';
+  /**
+   * Several replicas (cluster/replication.ts): whether this replica may ask the sources now
+   * (it holds the ingest lease), asked before every refresh. A replica that may not never asks
+   * them; its snapshots come through `adopt`. Absent: always.
+   */
+  mayIngest?: () => boolean;
+  /**
+   * Several replicas: stores a freshly fetched snapshot for every replica and returns it as
+   * stored (its shared version), which is what this replica then serves too; undefined when the
+   * write was refused (this replica's ingest term ended), and the snapshot is dropped.
+   */
+  publish?: (snap: MarketSnapshot) => Promise<MarketSnapshot | undefined>;
 }
 
 const EMPTY_FX: FxSnapshot = { time: 0, rates: new Map() };
@@ -41,6 +53,27 @@ export class MarketSnapshots {
   constructor(private readonly deps: MarketSnapshotsDeps) {}
 
   private timer: NodeJS.Timeout | undefined;
+  private readonly listeners = new Set<(snap: MarketSnapshot) => void>();
+
+  /**
+   * Calls `listener` with every new snapshot, right after it is swapped in (the live-price
+   * streams fan out from here). Returns the function that removes it. A throwing listener is
+   * logged and never stops the others or the refresh.
+   */
+  onSnapshot(listener: (snap: MarketSnapshot) => void): () => void {
+    this.listeners.add(listener);
+    return () => void this.listeners.delete(listener);
+  }
+
+  private notify(): void {
+    for (const l of this.listeners) {
+      try {
+        l(this.snap);
+      } catch (err) {
+        this.deps.log.error({ err }, 'snapshot listener failed');
+      }
+    }
+  }
 
   /** Background mode: refresh now and then every `refreshMs` until `stop()`. */
   start(): void {
@@ -72,8 +105,28 @@ export class MarketSnapshots {
     return now - this.lastAttempt >= this.deps.refreshMs || now < this.lastAttempt ? undefined : this.snap;
   }
 
+  /**
+   * Serves `snap` (from the shared market state) when it is newer than the current snapshot;
+   * listeners hear of it as of a refresh. Returns whether it was taken.
+   */
+  adopt(snap: MarketSnapshot): boolean {
+    if (snap.version <= this.snap.version) return false;
+    this.snap = snap;
+    this.notify();
+    return true;
+  }
+
+  /** Version of the snapshot served now (0 before the first). */
+  latestVersion(): number {
+    return this.snap.version;
+  }
+
+  private mayIngest(): boolean {
+    return this.deps.mayIngest?.() ?? true;
+  }
+
   async current(): Promise<MarketSnapshot> {
-    if (this.deps.mode === 'background') return this.snap.version > 0 ? this.snap : await this.refreshNow();
+    if (this.deps.mode === 'background') return this.snap.version > 0 || !this.mayIngest() ? this.snap : await this.refreshNow();
     const now = this.deps.clock.now();
     // A clock that moved backwards (tests, NTP steps) also forces a refresh.
     if (now - this.lastAttempt >= this.deps.refreshMs || now < this.lastAttempt) {
@@ -84,17 +137,31 @@ export class MarketSnapshots {
   }
 
   private async refresh(): Promise<void> {
+    if (!this.mayIngest()) return;
     this.lastAttempt = this.deps.clock.now();
     // Tickers and rates fail independently: each keeps its last good value.
     const [tickers, fx] = await Promise.allSettled([this.deps.market.tickers(this.deps.symbols), this.deps.fx.latest()]);
     if (tickers.status === 'rejected') this.deps.log.error({ err: tickers.reason as unknown }, 'market refresh failed; keeping the previous tickers');
     if (fx.status === 'rejected') this.deps.log.error({ err: fx.reason as unknown }, 'FX refresh failed; keeping the previous rates');
     if (tickers.status === 'rejected' && fx.status === 'rejected') return;
-    this.snap = {
+    const next: MarketSnapshot = {
       version: this.snap.version + 1,
       fetchedAt: this.deps.clock.now(),
       tickers: tickers.status === 'fulfilled' ? new Map(tickers.value.map((t) => [t.symbol, t])) : this.snap.tickers,
       fx: fx.status === 'fulfilled' ? fx.value : this.snap.fx,
     };
+    if (this.deps.publish === undefined) {
+      this.snap = next;
+      this.notify();
+      return;
+    }
+    let stored: MarketSnapshot | undefined;
+    try {
+      stored = await this.deps.publish(next);
+    } catch (err) {
+      this.deps.log.error({ err }, 'writing the shared market state failed; other replicas keep the previous one');
+      return;
+    }
+    if (stored !== undefined) this.adopt(stored);
   }
 }

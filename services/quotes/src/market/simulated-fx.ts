@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.js';
 import { DAY, utcDate } from '../history/intervals.js';
-import { CURRENCIES } from './currencies.js';
+import { FIAT_CURRENCIES } from './currencies.js';
 import { hashString, octaveNoise, walkOctaves, type Octave } from './price-noise.js';
 import type { DailyRate, FxSnapshot, FxSource } from './types.js';
 
@@ -16,6 +16,34 @@ const REFERENCE_RATES: Readonly<Record<string, number>> = Object.freeze({
   DKK: 6.87,
   NOK: 10.8,
   SEK: 10.6,
+  ARS: 1050,
+  CLP: 950,
+  COP: 4300,
+  MXN: 18.5,
+  PEN: 3.75,
+  UYU: 42,
+  CNY: 7.25,
+  HKD: 7.8,
+  INR: 85,
+  KRW: 1400,
+  SGD: 1.35,
+  TWD: 32.5,
+  NZD: 1.7,
+  ZAR: 18.2,
+  TRY: 35,
+  PLN: 4,
+  CZK: 23.5,
+  HUF: 385,
+  ILS: 3.65,
+  THB: 34.5,
+  IDR: 16000,
+  MYR: 4.5,
+  PHP: 58,
+  SAR: 3.75,
+  AED: 3.6725,
+  ISK: 138,
+  RON: 4.6,
+  BGN: 1.8,
 });
 
 export interface SimulatedFxOptions {
@@ -37,7 +65,7 @@ function sig6(x: number): number {
  */
 export class SimulatedFx implements FxSource {
   readonly kind = 'simulated';
-  readonly currencies: readonly string[] = CURRENCIES.filter((c) => c !== 'USD');
+  readonly currencies: readonly string[] = FIAT_CURRENCIES.filter((c) => c !== 'USD');
   private readonly clock: Clock;
   private readonly first: number;
   private readonly series = new Map<string, { key: number; ref: number; octaves: Octave[] }>();

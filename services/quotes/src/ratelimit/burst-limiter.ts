@@ -22,4 +22,11 @@ export class BurstLimiter implements RequestLimiter {
     if (!out.admitted) throw new QuotesError('RATE_LIMITED', { retryAfterSeconds: out.retryAfterSeconds, headers: out.headers });
     return out.headers;
   }
+  /** Decided at once when the gate can (embedded engine), else undefined for `admit`. */
+  admitNow(account: Account): Readonly<Record<string, string>> | undefined {
+    const out = this.gate.checkNow(burstDescriptors(account.plan.id, account.tokenId));
+    if (out === undefined) return undefined;
+    if (!out.admitted) throw new QuotesError('RATE_LIMITED', { retryAfterSeconds: out.retryAfterSeconds, headers: out.headers });
+    return out.headers;
+  }
 }

@@ -33,6 +33,10 @@ export class EmbeddedDecider implements RateLimitDecider {
     // The message shapes are structurally the engine's domain types (see rls-messages.ts).
     return await this.service.shouldRateLimit(req);
   }
+  /** Always decided at once: the memory store answers synchronously. */
+  shouldRateLimitNow(req: RateLimitRequestMsg): RateLimitResponseMsg | undefined {
+    return this.service.shouldRateLimitNow(req);
+  }
   close(): Promise<void> {
     return Promise.resolve();
   }

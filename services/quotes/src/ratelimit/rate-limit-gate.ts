@@ -1,4 +1,4 @@
-import { RlsCode, type RequestDescriptorMsg } from '@rls/rls-proto';
+import { RlsCode, type RateLimitResponseMsg, type RequestDescriptorMsg } from '@rls/rls-proto';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { QuotesError } from '../errors.js';
@@ -55,6 +55,30 @@ export class RateLimitGate {
     } catch (err) {
       return this.failed(err);
     }
+    return this.outcome(res);
+  }
+
+  /**
+   * `check` at once when the decider can decide without I/O (the embedded engine): the same
+   * outcome, counters and failure mode (the deny refusal thrown); undefined, nothing counted,
+   * when only `check` can decide.
+   */
+  checkNow(descriptors: RequestDescriptorMsg[]): GateOutcome | undefined {
+    const d = this.decider;
+    if (d.shouldRateLimitNow === undefined) return undefined;
+    let res;
+    try {
+      res = d.shouldRateLimitNow({ domain: this.domain, descriptors, hitsAddend: 0 });
+    } catch (err) {
+      this.counters.calls++;
+      return this.failed(err);
+    }
+    if (res === undefined) return undefined;
+    this.counters.calls++;
+    return this.outcome(res);
+  }
+
+  private outcome(res: RateLimitResponseMsg): GateOutcome {
     const summary = summarizeStatuses(res.statuses);
     const headers = summary === undefined ? {} : limitHeaders(summary);
     if (res.overallCode === RlsCode.OVER_LIMIT) {

@@ -4,10 +4,16 @@ import type { Clock } from '../clock.js';
 import { QuotesError } from '../errors.js';
 import type { FxHistory } from '../history/fx-history.js';
 import type { HistoryService } from '../history/history-service.js';
-import { historyWindow, type HistoryParams } from '../history/range-rules.js';
+import { pricedPoint, type PricedView } from '../history/priced-history.js';
+import { historyWindow, windowPoints, type HistoryParams, type HistoryWindow } from '../history/range-rules.js';
+import { bucketStart } from '../history/intervals.js';
+import { ByteLru } from '../history/byte-lru.js';
+import { HistorySlots } from '../history/history-slots.js';
 import type { CoinCatalog } from '../market/coin-catalog.js';
 import type { MarketSnapshot, MarketSnapshots } from '../market/market-snapshots.js';
 import type { Ticker } from '../market/types.js';
+import { isCryptoQuote, isCurrency, isFiat, QUOTE_CURRENCIES, usdRate, USD_PEGGED } from '../market/currencies.js';
+import type { RateOn } from '../history/fx-history.js';
 import { valueFormat } from './value-precision.js';
 
 export interface CryptoRequest {
@@ -39,6 +45,43 @@ export interface QuoteServiceDeps {
   refreshMs: number;
   /** Most responses kept in the cache. */
   cacheEntries?: number;
+  /** Most history candles per request, coins x points (QUOTES_HISTORY_MAX_POINTS). Default 50,000. */
+  historyMaxPoints?: number;
+  /** History candles written per chunk of a streamed answer (default 2,000). */
+  historyChunkPoints?: number;
+  /**
+   * Bytes of whole history answers kept for the current market snapshot
+   * (QUOTES_HISTORY_ANSWER_CACHE_BYTES; default 32 MiB; answers over a sixteenth of it are not kept).
+   */
+  historyAnswerCacheBytes?: number;
+  /** Turns for large history answers (QUOTES_HISTORY_CONCURRENCY / QUOTES_HISTORY_QUEUE); default 4 at once, 1,000 waiting. */
+  historySlots?: HistorySlots;
+}
+
+/**
+ * A `/api/v2/crypto` answer with history: written as it is produced (the `coins` array in chunks,
+ * yielding to the event loop between them), never held whole. Its ETag is computed beforehand
+ * from what the body is made of (quotes, candle digests, FX fixings), so equal data gives the
+ * same ETag on every replica.
+ */
+export interface StreamedCryptoResult {
+  etag: string;
+  maxAgeSeconds: number;
+  /** The JSON text of the `coins` array, in pieces. */
+  coinsChunks(): AsyncGenerator<string>;
+  /** The whole text, when it was already made for this snapshot (then sent like any quote). */
+  coinsJson?: string;
+  /**
+   * Frees the answer's production slot (large answers hold one): call once the response is over,
+   * whether it was written, refused with 304 or abandoned. Idempotent.
+   */
+  release(): void;
+}
+
+interface CachedAnswer {
+  coinsJson: string;
+  etag: string;
+  version: number;
 }
 
 interface HistoricalPoint {
@@ -51,8 +94,22 @@ interface HistoricalPoint {
   adjustedClose: number | null;
 }
 
+/** A coin of a history answer: its record's JSON around the history points, and the points. */
+interface HistoryCoin {
+  /** The record up to the opening bracket of `historicalDataPrice`. */
+  head: string;
+  /** From the closing bracket of `historicalDataPrice` to the end of the record. */
+  tail: string;
+  priced: PricedView;
+}
+
 function cacheKey(req: CryptoRequest): string {
   return `${req.currency}|${req.history?.range ?? ''}|${req.history?.interval ?? ''}|${req.plan.id}|${req.baseUrl}|${req.coins.join(',')}`;
+}
+
+function historyKey(req: CryptoRequest): string {
+  const d = req.history?.dates;
+  return d === undefined ? cacheKey(req) : `${cacheKey(req)}|${d.from}-${d.to}`;
 }
 
 /**
@@ -63,22 +120,158 @@ function cacheKey(req: CryptoRequest): string {
 export class QuoteService {
   private readonly cache = new Map<string, CryptoResult & { version: number }>();
   private readonly cacheEntries: number;
+  private readonly maxPoints: number;
+  private readonly chunkPoints: number;
+  /** Whole history answers of the current snapshot, bounded in bytes (a text's length is its size: JSON here is ASCII). */
+  readonly historyAnswers: ByteLru<CachedAnswer>;
+  private readonly answerMaxBytes: number;
+  readonly historySlots: HistorySlots;
   constructor(private readonly deps: QuoteServiceDeps) {
+    this.historySlots = deps.historySlots ?? new HistorySlots(4, 1000);
     this.cacheEntries = deps.cacheEntries ?? 2000;
+    this.maxPoints = deps.historyMaxPoints ?? 50_000;
+    this.chunkPoints = Math.max(1, deps.historyChunkPoints ?? 2000);
+    this.historyAnswers = new ByteLru<CachedAnswer>(deps.historyAnswerCacheBytes ?? 32 * 1024 * 1024, (a) => a.coinsJson.length + a.etag.length + 64);
+    this.answerMaxBytes = Math.floor(this.historyAnswers.maxBytes / 16);
   }
 
-  async quote(req: CryptoRequest): Promise<CryptoResult> {
+  /**
+   * The answer to a request with history, streamed (see StreamedCryptoResult). Refused before
+   * any work when the coins' windows may hold more than the budget of candles.
+   */
+  async historyQuote(req: CryptoRequest): Promise<StreamedCryptoResult> {
+    const params = req.history;
+    if (params === undefined) throw new Error('historyQuote needs a request with history');
     const snap = await this.deps.snapshots.current();
     const now = this.deps.clock.now();
     const problem = this.problem(snap, req, now);
     if (problem !== undefined) throw problem;
-    const rate = snap.fx.rates.get(req.currency) as number;
+    const rate = usdRate(snap, req.currency) as number;
+    const maxAgeSeconds = this.maxAge(snap, now);
+    // Every coin's window first, so an oversized request costs nothing but this arithmetic.
+    const windows = req.coins.map((c) => historyWindow(params, Math.floor((snap.tickers.get(c) as Ticker).closeTime / 1000), req.plan));
+    let points = 0;
+    for (const w of windows) points += windowPoints(w);
+    if (points > this.maxPoints) throw new QuotesError('HISTORY_TOO_LARGE', { limit: this.maxPoints, points });
+    const key = historyKey(req);
+    const hit = this.historyAnswers.get(key);
+    if (hit !== undefined && hit.version === snap.version) {
+      const whole = hit.coinsJson;
+      return {
+        etag: hit.etag,
+        maxAgeSeconds,
+        coinsJson: whole,
+        async *coinsChunks(): AsyncGenerator<string> {
+          yield await Promise.resolve(whole);
+        },
+        release: () => undefined,
+      };
+    }
+    // Large answers take a production slot (waiting for one if need be) before any work.
+    const release = points * 10 > this.maxPoints ? await this.historySlots.acquire() : (): void => undefined;
+    try {
+      return await this.produceHistory(req, snap, now, rate, maxAgeSeconds, windows, points, key, release);
+    } catch (err) {
+      release();
+      throw err;
+    }
+  }
+
+  private async produceHistory(
+    req: CryptoRequest,
+    snap: MarketSnapshot,
+    now: number,
+    rate: number,
+    maxAgeSeconds: number,
+    windows: HistoryWindow[],
+    points: number,
+    key: string,
+    release: () => void,
+  ): Promise<StreamedCryptoResult> {
+    const { rateOn, stamp } = await this.historyRates(req.currency, Math.min(...windows.map((w) => w.from)), Math.floor(now / 1000));
+    const coins = await Promise.all(req.coins.map((c, i) => this.historyCoin(c, snap.tickers.get(c) as Ticker, req, rate, windows[i]!, rateOn, stamp)));
+    const hash = createHash('sha1');
+    for (const c of coins) hash.update(c.head).update(c.priced.view.digest).update(c.priced.fxStamp).update(c.tail);
+    const etag = `W/"${hash.digest('base64url')}"`;
+    const chunkPoints = this.chunkPoints;
+    const turns = this.deps.history.turns;
+    const answers = this.historyAnswers;
+    // A point is at least ~100 bytes of JSON: an answer that cannot fit is not collected at all.
+    const answerMaxBytes = points * 100 > this.answerMaxBytes ? 0 : this.answerMaxBytes;
+    const version = snap.version;
+    return {
+      etag,
+      maxAgeSeconds,
+      release,
+      async *coinsChunks(): AsyncGenerator<string> {
+        // The text is kept as it is written, up to the size a whole answer may have in the cache.
+        let kept: string[] | undefined = answerMaxBytes > 0 ? [] : undefined;
+        let keptBytes = 0;
+        const keep = (piece: string): string => {
+          if (kept !== undefined) {
+            keptBytes += piece.length;
+            if (keptBytes > answerMaxBytes) kept = undefined;
+            else kept.push(piece);
+          }
+          return piece;
+        };
+        try {
+          if (coins.length === 0) yield keep('[]');
+          for (let c = 0; c < coins.length; c++) {
+            const coin = coins[c]!;
+            const n = coin.priced.view.length;
+            let i = 0;
+            let text = `${c === 0 ? '[' : ','}${coin.head}`;
+            do {
+              // One chunk of points per event-loop turn, in turn with every other history request.
+              await turns.next();
+              const end = Math.min(n, i + chunkPoints);
+              const first = i;
+              const points: HistoricalPoint[] = [];
+              for (; i < end; i++) {
+                const p = pricedPoint(coin.priced, i);
+                points.push({ date: p.timeMs / 1000, open: p.open, high: p.high, low: p.low, close: p.close, volume: p.volume, adjustedClose: p.close });
+              }
+              // JSON.stringify writes numbers as the route always did; the chunk's own brackets are cut off.
+              const json = points.length === 0 ? '' : JSON.stringify(points);
+              text += `${first === 0 || json === '' ? '' : ','}${json.slice(1, -1)}`;
+              if (i === n) text += coin.tail;
+              if (i === n && c === coins.length - 1) text += ']';
+              yield keep(text);
+              text = '';
+            } while (i < n);
+          }
+          if (kept !== undefined) answers.set(key, { coinsJson: kept.join(''), etag, version });
+        } finally {
+          release(); // done writing (or abandoned): the slot goes to the next large answer
+        }
+      },
+    };
+  }
+
+  async quote(req: CryptoRequest): Promise<CryptoResult> {
+    if (req.history !== undefined) {
+      // Callers that want the whole text (not the route, which streams): bounded by the budget.
+      const streamed = await this.historyQuote(req);
+      try {
+        let coinsJson = streamed.coinsJson ?? '';
+        if (streamed.coinsJson === undefined) for await (const piece of streamed.coinsChunks()) coinsJson += piece;
+        return { coinsJson, etag: streamed.etag, maxAgeSeconds: streamed.maxAgeSeconds };
+      } finally {
+        streamed.release();
+      }
+    }
+    const snap = await this.deps.snapshots.current();
+    const now = this.deps.clock.now();
+    const problem = this.problem(snap, req, now);
+    if (problem !== undefined) throw problem;
+    const rate = usdRate(snap, req.currency) as number;
     const maxAgeSeconds = this.maxAge(snap, now);
     const key = cacheKey(req);
     const hit = this.cache.get(key);
     if (hit !== undefined && hit.version === snap.version) return { coinsJson: hit.coinsJson, etag: hit.etag, maxAgeSeconds };
 
-    const coins = await Promise.all(req.coins.map((c) => this.coin(c, snap.tickers.get(c) as Ticker, req, rate)));
+    const coins = req.coins.map((c) => this.coin(c, snap.tickers.get(c) as Ticker, req, rate));
     const coinsJson = JSON.stringify(coins);
     const etag = `W/"${createHash('sha1').update(coinsJson).digest('base64url')}"`;
     if (this.cache.size >= this.cacheEntries) {
@@ -99,7 +292,8 @@ export class QuoteService {
     if (snap === undefined) return undefined;
     const now = this.deps.clock.now();
     if (this.problem(snap, req, now) !== undefined) return undefined;
-    const hit = this.cache.get(cacheKey(req));
+    // History answers: only those small enough to have been kept whole for this snapshot.
+    const hit = req.history === undefined ? this.cache.get(cacheKey(req)) : this.historyAnswers.peek(historyKey(req));
     if (hit === undefined || hit.version !== snap.version) return undefined;
     return { coinsJson: hit.coinsJson, etag: hit.etag, maxAgeSeconds: this.maxAge(snap, now) };
   }
@@ -125,15 +319,52 @@ export class QuoteService {
     if (missing !== undefined) return new QuotesError('QUOTE_UNAVAILABLE', { coins: missing });
     const limitSeconds = Math.round(this.deps.staleMs / 1000);
     if (stale !== undefined) return new QuotesError('QUOTE_UNAVAILABLE', { coins: stale, ageSeconds: Math.floor((now - oldest) / 1000), limitSeconds });
-    const rate = snap.fx.rates.get(req.currency);
+    const rate = usdRate(snap, req.currency);
+    // Extension currencies (more fiat, crypto quotes) are offered only where a rate exists.
+    if (rate === undefined && req.currency !== 'USD' && !isCurrency(req.currency)) {
+      return new QuotesError('CURRENCY_INVALID', { valid: QUOTE_CURRENCIES.filter((c) => usdRate(snap, c) !== undefined) });
+    }
     if (rate === undefined || !(rate > 0)) return new QuotesError('QUOTE_UNAVAILABLE', { coins: [`USD/${req.currency}`] });
-    if (req.currency !== 'USD' && now - snap.fx.time > this.deps.staleMs) {
+    if (isCryptoQuote(req.currency) && !USD_PEGGED.has(req.currency)) {
+      const q = snap.tickers.get(req.currency);
+      if (q !== undefined && now - q.closeTime > this.deps.staleMs) return new QuotesError('QUOTE_UNAVAILABLE', { coins: [req.currency], ageSeconds: Math.floor((now - q.closeTime) / 1000), limitSeconds });
+    }
+    if (isFiat(req.currency) && req.currency !== 'USD' && now - snap.fx.time > this.deps.staleMs) {
       return new QuotesError('QUOTE_UNAVAILABLE', { coins: [`USD/${req.currency}`], ageSeconds: Math.floor((now - snap.fx.time) / 1000), limitSeconds });
     }
     return undefined;
   }
 
-  private async coin(symbol: string, t: Ticker, req: CryptoRequest, rate: number): Promise<Record<string, unknown>> {
+  /**
+   * Daily rates for history: fiat at its fixings, USD-pegged coins 1:1 like USD, BTC/ETH at
+   * 1 / the coin's own daily close of each UTC day (from `from`, Unix seconds).
+   */
+  private async historyRates(currency: string, from: number, asOf: number): Promise<{ rateOn: RateOn; stamp: string }> {
+    if (USD_PEGGED.has(currency)) return this.deps.fxHistory.rates('USD');
+    if (!isCryptoQuote(currency)) return this.deps.fxHistory.rates(currency);
+    const days = await this.deps.history.series(currency, '1d', bucketStart('1d', Math.max(0, from)), asOf);
+    const close = new Map(days.map((p) => [p.time / 86_400, p.close]));
+    const rateOn: RateOn = (day) => {
+      const c = close.get(day);
+      return c !== undefined && c > 0 ? 1 / c : null;
+    };
+    return { rateOn, stamp: `${currency}:${days.length}:${days[days.length - 1]?.close ?? ''}` };
+  }
+
+  private async historyCoin(symbol: string, t: Ticker, req: CryptoRequest, rate: number, w: HistoryWindow, rateOn: PricedView['rateOn'], fxStamp: string): Promise<HistoryCoin> {
+    const out = this.coin(symbol, t, req, rate);
+    const view = await this.deps.history.view(symbol, w.usedInterval, w.from, w.to, Math.floor(t.closeTime / 1000));
+    out.usedInterval = w.usedInterval;
+    out.usedRange = w.usedRange;
+    const record = JSON.stringify(out);
+    return {
+      head: `${record.slice(0, -1)},"historicalDataPrice":[`,
+      tail: `],"validRanges":${JSON.stringify(req.plan.ranges)},"validIntervals":${JSON.stringify(req.plan.intervals)}}`,
+      priced: { view, rateOn, fxStamp, currency: req.currency },
+    };
+  }
+
+  private coin(symbol: string, t: Ticker, req: CryptoRequest, rate: number): Record<string, unknown> {
     const info = this.deps.catalog.get(symbol);
     const fmt = valueFormat(req.currency);
     const low = t.lowPrice * rate;
@@ -155,23 +386,6 @@ export class QuoteService {
       regularMarketTime: new Date(t.closeTime).toISOString(),
       coinImageUrl: `${req.baseUrl}/icons/${symbol.toLowerCase()}.svg`,
     };
-    if (req.history !== undefined) {
-      const asOf = Math.floor(t.closeTime / 1000);
-      const w = historyWindow(req.history, asOf, req.plan);
-      const points = await this.deps.history.series(symbol, w.usedInterval, w.from, w.to);
-      const rateOn = await this.deps.fxHistory.lookup(req.currency);
-      const hist: HistoricalPoint[] = points.map((p) => {
-        const r = rateOn(Math.floor((p.closeTime - 1) / 86_400));
-        if (r === null) return { date: p.time, open: null, high: null, low: null, close: null, volume: null, adjustedClose: null };
-        const close = fmt.price(p.close * r);
-        return { date: p.time, open: fmt.price(p.open * r), high: fmt.price(p.high * r), low: fmt.price(p.low * r), close, volume: p.volume === null ? null : fmt.amount(p.volume * r), adjustedClose: close };
-      });
-      out.usedInterval = w.usedInterval;
-      out.usedRange = w.usedRange;
-      out.historicalDataPrice = hist;
-      out.validRanges = req.plan.ranges;
-      out.validIntervals = req.plan.intervals;
-    }
     return out;
   }
 }

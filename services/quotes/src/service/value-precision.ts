@@ -19,8 +19,8 @@ export const RATE_DIGITS = 12;
 /** A double round-trips any decimal of up to 15 significant digits. */
 export const MAX_DIGITS = 15;
 
-/** ISO 4217 minor units of the output currencies that differ from the usual 2. */
-const MINOR_UNITS: Readonly<Record<string, number>> = Object.freeze({ JPY: 0 });
+/** ISO 4217 minor units of the output currencies that differ from the usual 2; BTC and ETH amounts keep 8 decimals (satoshis). */
+const MINOR_UNITS: Readonly<Record<string, number>> = Object.freeze({ JPY: 0, KRW: 0, CLP: 0, ISK: 0, BTC: 8, ETH: 8 });
 
 export function minorUnits(currency: string): number {
   return MINOR_UNITS[currency] ?? 2;

@@ -5,7 +5,7 @@ import type { BaseInterval } from '../history/intervals.js';
 import type { Candle, DailyRate } from '../market/types.js';
 import { migrateToLatest, type Dialect } from './migrations.js';
 import type { Database, TokensTable } from './schema.js';
-import type { BackfillState, BackfillStateRepository, CandleRepository, Coverage, FxRateRepository, Store, TokenRecord, TokenRepository, UsageRepository, UsageRow } from './types.js';
+import type { BackfillState, BackfillStateRepository, CandleBucket, CandleRepository, Coverage, FxRateRepository, Store, TokenRecord, TokenRepository, UsageRepository, UsageRow } from './types.js';
 
 /** Writes many candles of one series at once; each dialect has its own fastest way. */
 export type BulkCandleWriter = (seriesId: number, candles: readonly Candle[]) => Promise<void>;
@@ -166,6 +166,35 @@ class KyselyCandles implements CandleRepository {
       .where('t', '<', to)
       .executeTakeFirst();
     return Number(r?.n ?? 0);
+  }
+
+  async buckets(symbol: string, base: BaseInterval, from: number, to: number, step: number, offset: number): Promise<CandleBucket[]> {
+    if (!Number.isSafeInteger(step) || step <= 0 || !Number.isSafeInteger(offset)) throw new Error(`bad bucket step ${step} / offset ${offset}`);
+    const id = await this.seriesId(symbol, base, false);
+    if (id === undefined) return [];
+    // Bucket start = t - ((t - offset) mod step), with a mod that stays positive in both dialects.
+    // Step and offset are validated integers, inlined so each shape is one prepared statement.
+    const len = sql.lit(step);
+    const off = sql.lit(offset);
+    const res = await sql<{ b: number; t0: number; t1: number; h: number; l: number; v: number | null; nv: number; n: number; o: number; c: number }>`
+      SELECT g.b, g.t0, g.t1, g.h, g.l, g.v, g.nv, g.n, fo.o, lc.c
+      FROM (
+        SELECT t - ((((t - ${off}) % ${len}) + ${len}) % ${len}) AS b, MIN(t) AS t0, MAX(t) AS t1, MAX(h) AS h, MIN(l) AS l, SUM(v) AS v, COUNT(v) AS nv, COUNT(*) AS n
+        FROM candles WHERE series_id = ${id} AND t >= ${from} AND t < ${to}
+        GROUP BY t - ((((t - ${off}) % ${len}) + ${len}) % ${len})
+      ) g
+      JOIN candles fo ON fo.series_id = ${id} AND fo.t = g.t0
+      JOIN candles lc ON lc.series_id = ${id} AND lc.t = g.t1
+      ORDER BY g.b`.execute(this.db);
+    return res.rows.map((r) => ({
+      time: Number(r.b),
+      lastTime: Number(r.t1),
+      open: Number(r.o),
+      high: Number(r.h),
+      low: Number(r.l),
+      close: Number(r.c),
+      volume: Number(r.nv) < Number(r.n) || r.v === null ? null : Number(r.v),
+    }));
   }
 }
 

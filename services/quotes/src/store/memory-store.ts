@@ -1,7 +1,7 @@
 import { MemoryDailyUsage, MemorySessions, MemoryUsers } from './memory-dashboard.js';
 import type { BaseInterval } from '../history/intervals.js';
 import type { Candle, DailyRate } from '../market/types.js';
-import type { BackfillState, BackfillStateRepository, CandleRepository, Coverage, FxRateRepository, Store, TokenRecord, TokenRepository, UsageRepository, UsageRow } from './types.js';
+import type { BackfillState, BackfillStateRepository, CandleBucket, CandleRepository, Coverage, FxRateRepository, Store, TokenRecord, TokenRepository, UsageRepository, UsageRow } from './types.js';
 
 class MemoryTokens implements TokenRepository {
   private readonly byId = new Map<string, TokenRecord>();
@@ -94,6 +94,24 @@ class MemoryCandles implements CandleRepository {
     let n = 0;
     for (const t of this.get(symbol, base).byTime.keys()) if (t >= from && t < to) n++;
     return Promise.resolve(n);
+  }
+  async buckets(symbol: string, base: BaseInterval, from: number, to: number, step: number, offset: number): Promise<CandleBucket[]> {
+    const out: CandleBucket[] = [];
+    let cur: CandleBucket | undefined;
+    for (const k of await this.range(symbol, base, from, to)) {
+      const b = k.time - ((((k.time - offset) % step) + step) % step);
+      if (cur === undefined || cur.time !== b) {
+        cur = { time: b, lastTime: k.time, open: k.open, high: k.high, low: k.low, close: k.close, volume: k.volume };
+        out.push(cur);
+      } else {
+        cur.lastTime = k.time;
+        cur.high = Math.max(cur.high, k.high);
+        cur.low = Math.min(cur.low, k.low);
+        cur.close = k.close;
+        cur.volume = cur.volume === null || k.volume === null ? null : cur.volume + k.volume;
+      }
+    }
+    return out;
   }
 }
 

@@ -132,6 +132,43 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await sql`ALTER TABLE candles_004 RENAME TO candles`.execute(db);
       },
     },
+    // Issue 14, several replicas on PostgreSQL: the ingest lease (one row per lease name; the
+    // fence increments with every new holder) and the shared market state the ingesting replica
+    // writes and the others read (version increments with every write). Created on SQLite too,
+    // where one process never uses them, so both dialects keep one migration list.
+    '005_replicas': {
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('cluster_lease')
+          .addColumn('name', 'text', (c) => c.primaryKey())
+          .addColumn('holder', 'text', (c) => c.notNull())
+          .addColumn('fence', big, (c) => c.notNull())
+          // Milliseconds since the epoch on the database's clock (the only clock compared).
+          .addColumn('expires_at', big, (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createTable('market_state')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('version', big, (c) => c.notNull())
+          .addColumn('fence', big, (c) => c.notNull())
+          .addColumn('fetched_at', big, (c) => c.notNull())
+          .addColumn('body', 'text', (c) => c.notNull())
+          .execute();
+        // Counters other replicas poll to know when to drop a cache: `tokens` moves on every
+        // change to a token (revocation, plan), so a replica caching resolved tokens sees a
+        // revocation made anywhere within one poll. Kept by a trigger, so no writer can forget.
+        await db.schema
+          .createTable('change_counters')
+          .addColumn('name', 'text', (c) => c.primaryKey())
+          .addColumn('version', big, (c) => c.notNull())
+          .execute();
+        await sql`INSERT INTO change_counters (name, version) VALUES ('tokens', 0)`.execute(db);
+        if (dialect === 'postgres') {
+          await sql`CREATE FUNCTION bump_tokens_version() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN UPDATE change_counters SET version = version + 1 WHERE name = 'tokens'; RETURN NULL; END $$`.execute(db);
+          await sql`CREATE TRIGGER tokens_changed AFTER UPDATE OR DELETE ON tokens FOR EACH STATEMENT EXECUTE FUNCTION bump_tokens_version()`.execute(db);
+        }
+      },
+    },
   };
 }
 

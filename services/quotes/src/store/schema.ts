@@ -76,6 +76,29 @@ export interface UsageDailyTable {
   count: number;
 }
 
+/** The ingest lease (migration 005; PostgreSQL replicas). */
+export interface ClusterLeaseTable {
+  name: string;
+  holder: string;
+  fence: number;
+  expires_at: number;
+}
+
+/** The shared market state (migration 005; PostgreSQL replicas). */
+export interface MarketStateTable {
+  id: string;
+  version: number;
+  fence: number;
+  fetched_at: number;
+  body: string;
+}
+
+/** Change counters other replicas poll (migration 005). */
+export interface ChangeCountersTable {
+  name: string;
+  version: number;
+}
+
 export interface Database {
   tokens: TokensTable;
   usage: UsageTable;
@@ -86,4 +109,7 @@ export interface Database {
   users: UsersTable;
   sessions: SessionsTable;
   usage_daily: UsageDailyTable;
+  cluster_lease: ClusterLeaseTable;
+  market_state: MarketStateTable;
+  change_counters: ChangeCountersTable;
 }

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
@@ -48,7 +48,13 @@ function withStatementCache(raw: BetterSqlite3.Database): BetterSqlite3.Database
  * prepared statement inside large transactions.
  */
 export function openSqliteStore(file: string): KyselyStore {
-  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  if (file !== ':memory:') {
+    // Tokens, sessions and password hashes live here: the directory (when created here) is the
+    // owner's alone, and a new database file is created 0600 before SQLite opens it; SQLite
+    // gives its -wal and -shm files the database file's permissions.
+    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    closeSync(openSync(file, 'a', 0o600));
+  }
   const raw = new BetterSqlite3(file);
   raw.pragma('journal_mode = WAL');
   raw.pragma('synchronous = NORMAL');

@@ -60,6 +60,19 @@ export interface CandleRepository {
   setCoverage(symbol: string, base: BaseInterval, coverage: Coverage): Promise<void>;
   /** How many candles have open time in [from, to). */
   count(symbol: string, base: BaseInterval, from: number, to: number): Promise<number>;
+  /**
+   * Candles with open time in [from, to) aggregated in the database into buckets of `step`
+   * seconds whose starts are `offset` modulo `step` (UTC; `step` a multiple of the base length),
+   * ascending: open of the first candle, close of the last, max high, min low, summed volume
+   * (null when any candle of the bucket has none).
+   */
+  buckets(symbol: string, base: BaseInterval, from: number, to: number, step: number, offset: number): Promise<CandleBucket[]>;
+}
+
+/** One bucket of base candles aggregated by the store (see CandleRepository.buckets). */
+export interface CandleBucket extends Candle {
+  /** Open time of the bucket's last base candle. */
+  lastTime: number;
 }
 
 /** Daily USD->currency fixings, kept for historical conversion. */

@@ -116,14 +116,15 @@ describe('dashboard in headless Chromium', () => {
       const forged = await page.evaluate(async () => (await fetch('/dashboard/api/token/rotate', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status);
       assert.equal(forged, 403);
 
-      // Market page: live table and candlestick chart, fed by the public API with the token.
-      await page.getByRole('link', { name: 'Market' }).click();
-      await page.locator('#quotes tbody tr').first().waitFor();
-      assert.equal(await page.locator('#quotes tbody tr').count(), 3, 'BTC, ETH and SOL preselected');
+      // Market page: the ranked board, then a coin's candlestick chart, on the session (no token).
+      await page.getByRole('link', { name: 'Market', exact: true }).click();
+      await page.locator('#market tbody tr').first().waitFor();
+      assert.ok((await page.locator('#market tbody tr').count()) >= 3, 'the board lists coins');
       await page.getByLabel('Currency', { exact: true }).selectOption('BRL');
-      await waitFor(async () => ((await page.locator('#quotes tbody td:nth-child(2)').first().textContent()) ?? '').endsWith('BRL'), { what: 'prices in BRL', timeoutMs: 30_000 });
-      await page.getByLabel('Range', { exact: true }).selectOption('3mo');
-      await waitFor(async () => /range 3mo/.test((await page.locator('#chart-note').textContent()) ?? ''), { what: 'chart of 3 months', timeoutMs: 30_000 });
+      await waitFor(async () => ((await page.locator('#market-count').textContent()) ?? '').endsWith('prices in BRL'), { what: 'prices in BRL', timeoutMs: 30_000 });
+      await page.locator('#market tbody tr[data-coin="BTC"] a').click();
+      await page.locator('button[data-range="3mo"]').click();
+      await waitFor(async () => (await page.locator('#chart').getAttribute('data-range')) === '3mo', { what: 'chart of 3 months', timeoutMs: 30_000 });
       const candles = Number(await page.locator('#chart').getAttribute('data-candles'));
       assert.ok(candles > 80, `${candles} daily candles for 3 months`);
       assert.ok((await page.locator('#chart canvas').count()) > 0, 'the chart drew on canvas');
@@ -134,7 +135,7 @@ describe('dashboard in headless Chromium', () => {
       assert.ok(png.length > 4000, `chart screenshot is ${png.length} bytes`);
       assert.ok(v.width >= 300 && v.height >= 200, `chart is ${v.width}x${v.height}`);
       assert.ok(v.distinct > 20, `chart is not uniform (${v.distinct} distinct byte values)`);
-      assert.match((await page.locator('#quotes-updated').getAttribute('aria-live')) ?? '', /polite/);
+      assert.match((await page.locator('#chart-note').getAttribute('aria-live')) ?? '', /polite/);
 
       // The page's CSP forbids eval, so conditions are polled from here rather than with waitForFunction.
       // Operators move the user to pro; a reload shows it.

@@ -346,4 +346,90 @@ describe('missing or stale quotes', () => {
   });
 });
 
+describe('brapi extensions: name search, crypto and more fiat quote currencies', () => {
+  let t: TestApp;
+  before(async () => {
+    // MXN has no rate here: the extension currencies are offered only where a source has one.
+    t = await makeTestApp({
+      wrapFx: (fx) => ({
+        kind: fx.kind,
+        currencies: fx.currencies.filter((c) => c !== 'MXN'),
+        latest: async () => {
+          const snap = await fx.latest();
+          const rates = new Map(snap.rates);
+          rates.delete('MXN');
+          return { time: snap.time, rates };
+        },
+        daily: (c, from, to) => fx.daily(c, from, to),
+      }),
+    });
+  });
+  after(async () => {
+    await t.close();
+  });
+  const get = (url: string) => t.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${t.tokens.pro!}` } });
+  const coins = async (url: string): Promise<CoinJson[]> => {
+    const res = await get(url);
+    assert.equal(res.statusCode, 200, res.body);
+    return res.json<CryptoJson>().coins;
+  };
+
+  test('/available?search= matches names as well as symbols', async () => {
+    assert.deepEqual((await get('/api/v2/crypto/available?search=bitcoin')).json(), { coins: ['BCH', 'BTC', 'WBTC'] });
+    assert.deepEqual((await get('/api/v2/crypto/available?search=Ethereum')).json(), { coins: ['ETC', 'ETH'] });
+    assert.deepEqual((await get('/api/v2/crypto/available?search=doge')).json(), { coins: ['DOGE'] });
+    assert.equal((await get('/api/v2/crypto/available?search=nothing-like-this')).statusCode, 404);
+  });
+
+  test('currency=BTC / ETH: priced by the coin itself; USDT 1:1 with USD', async () => {
+    const [usdEth, usdBtc] = await coins('/api/v2/crypto?coin=ETH,BTC&currency=USD');
+    const [eth, btc] = await coins('/api/v2/crypto?coin=ETH,BTC&currency=BTC');
+    assert.equal(eth!.currency, 'BTC');
+    assert.equal(btc!.regularMarketPrice, 1);
+    assert.ok(Math.abs(eth!.regularMarketPrice - usdEth!.regularMarketPrice / usdBtc!.regularMarketPrice) <= 1e-9 * eth!.regularMarketPrice);
+    assert.ok(Math.abs(eth!.currencyRateFromUSD - 1 / usdBtc!.regularMarketPrice) <= 1e-9 * eth!.currencyRateFromUSD);
+    // Amounts in BTC keep 8 decimals (satoshis).
+    assert.equal(Math.round(eth!.regularMarketVolume * 1e8) / 1e8, eth!.regularMarketVolume);
+    const [inEth] = await coins('/api/v2/crypto?coin=BTC&currency=eth');
+    assert.ok(Math.abs(inEth!.regularMarketPrice - usdBtc!.regularMarketPrice / usdEth!.regularMarketPrice) <= 1e-9 * inEth!.regularMarketPrice);
+    const [usdt] = await coins('/api/v2/crypto?coin=ETH&currency=USDT');
+    assert.equal(usdt!.currencyRateFromUSD, 1);
+    assert.equal(usdt!.regularMarketPrice, usdEth!.regularMarketPrice);
+  });
+
+  test('history in BTC divides by BTC\'s daily close; in USDT equals USD', async () => {
+    const [usd] = await coins('/api/v2/crypto?coin=ETH&currency=USD&range=5d&interval=1d');
+    const [btcUsd] = await coins('/api/v2/crypto?coin=BTC&currency=USD&range=5d&interval=1d');
+    const [inBtc] = await coins('/api/v2/crypto?coin=ETH&currency=BTC&range=5d&interval=1d');
+    const h = inBtc!.historicalDataPrice!;
+    assert.equal(h.length, usd!.historicalDataPrice!.length);
+    for (let i = 0; i < h.length - 1; i++) {
+      const want = usd!.historicalDataPrice![i]!.close! / btcUsd!.historicalDataPrice![i]!.close!;
+      assert.ok(Math.abs(h[i]!.close! - want) <= 1e-8 * want, `day ${i}`);
+    }
+    const [usdt] = await coins('/api/v2/crypto?coin=ETH&currency=USDT&range=5d&interval=1d');
+    assert.deepEqual(usdt!.historicalDataPrice!.map((p) => p.close), usd!.historicalDataPrice!.map((p) => p.close));
+  });
+
+  test('more fiat currencies from the PTAX list where a rate exists; 400 naming the available ones otherwise', async () => {
+    const [ars] = await coins('/api/v2/crypto?coin=BTC&currency=ARS&range=5d&interval=1d');
+    assert.equal(ars!.currency, 'ARS');
+    assert.ok(ars!.currencyRateFromUSD > 100);
+    assert.ok(ars!.historicalDataPrice!.every((p) => p.close !== null && p.close > 0));
+    const [krw] = await coins('/api/v2/crypto?coin=BTC&currency=KRW');
+    assert.equal(krw!.regularMarketVolume, Math.round(krw!.regularMarketVolume), 'KRW amounts in whole won');
+    const mxn = await get('/api/v2/crypto?coin=BTC&currency=MXN');
+    assert.equal(mxn.statusCode, 400);
+    const msg = mxn.json<{ message: string }>().message;
+    assert.match(msg, /Valid currencies: .*ARS/);
+    assert.doesNotMatch(msg, /MXN/);
+    assert.equal((await get('/api/v2/crypto?coin=BTC&currency=DOGECOIN')).statusCode, 400);
+  });
+
+  test('defaults unchanged: no currency is BRL', async () => {
+    const [btc] = await coins('/api/v2/crypto?coin=BTC');
+    assert.equal(btc!.currency, 'BRL');
+  });
+});
+
 export type { CoinJson };

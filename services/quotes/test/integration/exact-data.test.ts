@@ -157,7 +157,7 @@ describe('migration 004: candle volume may be null (no approximated volume store
       await db.destroy();
 
       const store = openSqliteStore(file);
-      assert.deepEqual(await store.migrate(), ['004_candle_volume_nullable']);
+      assert.equal((await store.migrate())[0], '004_candle_volume_nullable', 'migration 004 runs first (later ones follow)');
       assert.deepEqual(await store.candles.range('OLD', '1d', 0, 86_400), [{ time: 0, open: 1, high: 2, low: 0.5, close: 1.5, volume: 99.5 }]);
       await roundTrip(store);
       await store.close();

@@ -68,6 +68,7 @@ async function pair(opts: TestAppOptions = {}): Promise<Pair> {
   const settings = { PUBLIC_BASE_URL: 'http://quotes.test', ...opts.settings };
   const fast = await makeTestApp({ logLevel: 'warn', ...opts, settings });
   const full = await makeTestApp({ logLevel: 'warn', ...opts, settings: { ...settings, QUOTES_FAST_PATH: 'false' } });
+  // Each app was built with its own id counter; both start at req-1.
   const [fastPort, fullPort] = [await listen(fast), await listen(full)];
   return { fast, full, fastPort, fullPort, close: async () => void (await Promise.all([fast.close(), full.close()])) };
 }
@@ -204,15 +205,65 @@ describe('cached-quote fast path', () => {
     }
   });
 
-  test('with access logging on (info), every request takes the logged pipeline', async () => {
-    const t = await makeTestApp({ logLevel: 'info', settings: { PUBLIC_BASE_URL: 'http://quotes.test' } });
+  test('with access logging on (info), the fast path serves and writes the same access lines as fastify', async () => {
+    const p = await pair({ logLevel: 'info' });
     try {
-      const port = await listen(t);
-      for (let i = 0; i < 2; i++) assert.equal((await get(port, '/api/v2/crypto?coin=BTC', { authorization: `Bearer ${t.tokens.pro!}` })).status, 200);
-      assert.equal(t.app.quotes.fastPath, undefined);
-      assert.equal(t.logs.filter((l) => l.includes('request completed')).length, 2);
+      assert.ok(p.fast.app.quotes.fastPath !== undefined, 'installed at the default log level');
+      const path = '/api/v2/crypto?coin=BTC,ETH,SOL';
+      await both(p, 'pro', path); // fills the cache through the route: req-1
+      await both(p, 'pro', path, { 'x-request-id': 'client-chosen' }); // the header is not an id, as in fastify 5
+      await both(p, 'pro', `${path}&currency=USD`); // route (cache fill)
+      await both(p, 'pro', `${path}&currency=USD`);
+      // A token in the URL is masked in both paths' lines.
+      const viaQuery = (t: TestApp, port: number) => get(port, `${path}&token=${t.tokens.pro!}`);
+      assert.deepEqual(sameShape(await viaQuery(p.fast, p.fastPort)), sameShape(await viaQuery(p.full, p.fullPort)));
+      assert.equal((await both(p, 'pro', '/api/v2/crypto?coin=NOPE')).status, 400);
+      await both(p, 'pro', path);
+      assert.deepEqual(counts(p.fast), { served: 4, refused: 0 });
+      const access = (t: TestApp): Array<Record<string, unknown>> =>
+        t.logs
+          .join('')
+          .split('\n')
+          .filter((l) => l.includes('"incoming request"') || l.includes('"request completed"'))
+          .map((l) => {
+            const o = JSON.parse(l) as Record<string, unknown>;
+            assert.equal(typeof o.time, 'number');
+            if ('responseTime' in o) assert.ok(typeof o.responseTime === 'number' && o.responseTime >= 0, l);
+            return { ...o, time: 0, ...('responseTime' in o ? { responseTime: 0 } : {}) };
+          });
+      await waitFor(() => access(p.fast).length === 14 && access(p.full).length === 14, { what: 'access lines written', timeoutMs: 2000 });
+      const fast = access(p.fast);
+      const full = access(p.full);
+      // Field for field and in the same key order: the fast path's lines are fastify's lines.
+      assert.deepEqual(fast.map((o) => JSON.stringify(o)), full.map((o) => JSON.stringify(o)));
+      assert.deepEqual(fast.map((o) => o.reqId), ['req-1', 'req-1', 'req-2', 'req-2', 'req-3', 'req-3', 'req-4', 'req-4', 'req-5', 'req-5', 'req-6', 'req-6', 'req-7', 'req-7']);
+      assert.deepEqual(fast[0], { level: 30, time: 0, pid: process.pid, hostname: fast[0]!.hostname, reqId: 'req-1', req: { method: 'GET', url: path, remoteAddress: '127.0.0.1' }, msg: 'incoming request' });
+      assert.deepEqual(fast[3], { level: 30, time: 0, pid: process.pid, hostname: fast[0].hostname, reqId: 'req-2', res: { statusCode: 200 }, responseTime: 0, msg: 'request completed' });
+      assert.match(String((fast[8]!.req as { url: string }).url), /token=\[REDACTED\]$/);
+      assert.ok(!p.fast.logs.join('').includes(p.fast.tokens.pro!), 'no token in the log');
     } finally {
-      await t.close();
+      await p.close();
+    }
+  });
+
+  test('a refusal taken by the fast path is logged as fastify logs it', async () => {
+    const plans = plansWith({ pro: { monthlyRequests: 2 } });
+    const p = await pair({ plans, logLevel: 'info' });
+    try {
+      const path = '/api/v2/crypto?coin=BTC';
+      for (let i = 0; i < 3; i++) await both(p, 'pro', path);
+      assert.deepEqual(counts(p.fast), { served: 1, refused: 1 });
+      const completed = (t: TestApp) =>
+        t.logs
+          .join('')
+          .split('\n')
+          .filter((l) => l.includes('"request completed"'))
+          .map((l) => JSON.parse(l) as { res: unknown; reqId: string });
+      await waitFor(() => completed(p.fast).length === 3 && completed(p.full).length === 3, { what: 'access lines written', timeoutMs: 2000 });
+      assert.deepEqual(completed(p.fast).map((o) => [o.reqId, o.res]), completed(p.full).map((o) => [o.reqId, o.res]));
+      assert.deepEqual(completed(p.fast)[2]!.res, { statusCode: 402 });
+    } finally {
+      await p.close();
     }
   });
 });

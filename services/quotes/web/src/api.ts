@@ -69,8 +69,8 @@ export async function account(): Promise<AccountInfo> {
 const TOKEN_KEY = 'quotes.token';
 
 /**
- * The API token is shown once; the dashboard keeps it in this tab's sessionStorage (never sent to
- * the dashboard API) so the market page can call the public API with it.
+ * The API token is shown once; the dashboard keeps it in this tab's sessionStorage only for the
+ * code snippets of the account page. The dashboard's own calls use the session, never the token.
  */
 export function rememberToken(token: string | undefined): void {
   if (token === undefined) sessionStorage.removeItem(TOKEN_KEY);
@@ -81,7 +81,58 @@ export function storedToken(): string | undefined {
   return sessionStorage.getItem(TOKEN_KEY) ?? undefined;
 }
 
-export async function publicApi<T>(path: string, token: string): Promise<T> {
-  const res = await fetch(path, { headers: { authorization: `Bearer ${token}` } });
-  return await parse<T>(res);
+/** GET of the dashboard's own (session-authenticated) API. */
+export async function dashboardGet<T>(path: string): Promise<T> {
+  return await parse<T>(await fetch(`/dashboard/api/${path}`, { credentials: 'same-origin' }));
+}
+
+/** One row of the market board (CoinGecko's /coins/markets fields). */
+export interface MarketCoin {
+  id: string;
+  symbol: string;
+  name: string;
+  image: string;
+  current_price: number;
+  market_cap: number;
+  market_cap_rank: number | null;
+  total_volume: number;
+  price_change_percentage_24h: number | null;
+  price_change_percentage_1h_in_currency?: number | null;
+  price_change_percentage_24h_in_currency?: number | null;
+  price_change_percentage_7d_in_currency?: number | null;
+  sparkline_in_7d?: { price: number[] };
+  last_updated: string;
+}
+
+export interface MarketBoard {
+  currency: string;
+  asOf: string;
+  coins: MarketCoin[];
+}
+
+export async function marketBoard(currency: string): Promise<MarketBoard> {
+  return await dashboardGet<MarketBoard>(`market?currency=${encodeURIComponent(currency)}`);
+}
+
+/** A coin as /api/v2/crypto returns it (with history). */
+export interface QuoteCoin {
+  coin: string;
+  coinName: string;
+  currency: string;
+  regularMarketPrice: number;
+  regularMarketChangePercent: number;
+  regularMarketDayHigh: number;
+  regularMarketDayLow: number;
+  regularMarketVolume: number;
+  marketCap: number;
+  regularMarketTime: string;
+  coinImageUrl: string;
+  historicalDataPrice?: Array<{ date: number; open: number | null; high: number | null; low: number | null; close: number | null; volume: number | null }>;
+  usedRange?: string;
+  usedInterval?: string;
+}
+
+export async function coinHistory(coin: string, currency: string, range: string, interval: string | undefined): Promise<{ coin: QuoteCoin; plan: { ranges: string[]; intervals: string[] } }> {
+  const iv = interval === undefined ? '' : `&interval=${encodeURIComponent(interval)}`;
+  return await dashboardGet(`market/history?coin=${encodeURIComponent(coin)}&currency=${encodeURIComponent(currency)}&range=${encodeURIComponent(range)}${iv}`);
 }

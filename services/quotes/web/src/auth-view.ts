@@ -1,5 +1,5 @@
 import { ApiError, post, rememberToken } from './api.js';
-import { announce, h } from './dom.js';
+import { announceNext, h } from './dom.js';
 
 /** Sign-in and sign-up forms; `onDone` runs once a session exists. */
 export function renderAuth(main: HTMLElement, onDone: () => void): void {
@@ -31,13 +31,16 @@ export function renderAuth(main: HTMLElement, onDone: () => void): void {
       const errorEl = f.querySelector<HTMLElement>(`#${id('error')}`)!;
       errorEl.textContent = '';
       const body = { email: String(data.get('email') ?? ''), password: String(data.get('password') ?? '') };
-      post<{ token?: string }>(kind, body).then(
+      // Sign-up answers alike for new and taken emails (no enumeration); signing in then gives
+      // the session, and on an account's first sign-in its API token.
+      const send = kind === 'signup' ? post('signup', body).then(() => post<{ token?: string }>('signin', body)) : post<{ token?: string }>('signin', body);
+      send.then(
         (res) => {
-          if (kind === 'signup' && res.token !== undefined) {
+          if (res.token !== undefined) {
             rememberToken(res.token);
             sessionStorage.setItem('quotes.newToken', res.token);
           }
-          announce(kind === 'signin' ? 'Signed in.' : 'Account created.');
+          announceNext(kind === 'signin' ? 'Signed in.' : 'Account created.');
           onDone();
         },
         (err: unknown) => {

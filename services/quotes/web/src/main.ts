@@ -2,7 +2,8 @@ import './styles.css';
 import { ApiError, loadSession, post, rememberToken } from './api.js';
 import { renderAccount } from './account-view.js';
 import { renderAuth } from './auth-view.js';
-import { announce } from './dom.js';
+import { leaveCoin, renderCoin } from './coin-view.js';
+import { announce, announceNext, newPageStatus } from './dom.js';
 import { leaveMarket, renderMarket } from './market-view.js';
 
 const main = document.getElementById('main')!;
@@ -11,9 +12,21 @@ const nav = document.getElementById('nav')!;
 /** Bumped by every navigation, so a slower earlier render never overwrites a newer page. */
 let generation = 0;
 
+type Page = { name: 'market' } | { name: 'account' } | { name: 'coin'; symbol: string };
+
+function pageOf(hash: string): Page {
+  if (hash === '#/market') return { name: 'market' };
+  const m = /^#\/coin\/([A-Za-z0-9]{1,20})$/.exec(hash);
+  if (m?.[1] !== undefined) return { name: 'coin', symbol: m[1].toUpperCase() };
+  return { name: 'account' };
+}
+
 async function route(): Promise<void> {
   const mine = ++generation;
   leaveMarket();
+  leaveCoin();
+  // Status messages belong to the page that showed them.
+  newPageStatus();
   const session = await loadSession();
   if (mine !== generation) return;
   nav.hidden = !session.signedIn;
@@ -21,15 +34,17 @@ async function route(): Promise<void> {
     renderAuth(main, () => navigate('#/account'));
     return;
   }
-  const page = location.hash === '#/market' ? 'market' : 'account';
+  const page = pageOf(location.hash);
+  const navName = page.name === 'coin' ? 'market' : page.name;
   for (const a of nav.querySelectorAll<HTMLAnchorElement>('a[data-route]')) {
-    if (a.dataset.route === page) a.setAttribute('aria-current', 'page');
+    if (a.dataset.route === navName) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
   const isCurrent = (): boolean => mine === generation;
-  if (page === 'market') await renderMarket(main, isCurrent);
+  if (page.name === 'market') await renderMarket(main, isCurrent);
+  else if (page.name === 'coin') await renderCoin(main, page.symbol, isCurrent);
   else await renderAccount(main, isCurrent);
-  document.title = `${page === 'market' ? 'Market' : 'Account'} — Quotes dashboard`;
+  document.title = `${page.name === 'market' ? 'Market' : page.name === 'coin' ? page.symbol : 'Account'} — Quotes dashboard`;
 }
 
 /** Goes to a page: through hashchange when the hash changes, directly otherwise (never both). */
@@ -40,8 +55,9 @@ function navigate(hash: string): void {
 
 function run(): void {
   route().catch((err: unknown) => {
+    // Signed out meanwhile (session expired): route again, which shows the sign-in forms.
     if (err instanceof ApiError && err.status === 401) {
-      void route();
+      route().catch((again: unknown) => announce(again instanceof Error ? again.message : String(again), true));
       return;
     }
     announce(err instanceof Error ? err.message : String(err), true);
@@ -56,7 +72,7 @@ document.getElementById('signout')!.addEventListener('click', () => {
   post('signout').then(
     () => {
       rememberToken(undefined);
-      announce('Signed out.');
+      announceNext('Signed out.');
       navigate('');
     },
     (err: unknown) => announce((err as Error).message, true),

@@ -1,200 +1,218 @@
-import { CandlestickSeries, createChart, type IChartApi, type ISeriesApi, type UTCTimestamp } from 'lightweight-charts';
-import { account, ApiError, publicApi, rememberToken, storedToken, type AccountInfo } from './api.js';
-import { announce, formatNumber, h } from './dom.js';
+import { account, marketBoard, type MarketCoin, type QuoteCoin } from './api.js';
+import { announce, h } from './dom.js';
+import { formatCompact, formatPercent, formatPrice } from './format.js';
+import { LivePrices } from './live.js';
+import { sparkline } from './sparkline.js';
 
-const CURRENCIES = ['BRL', 'USD', 'EUR', 'GBP', 'JPY', 'CHF', 'CAD', 'AUD', 'DKK', 'NOK', 'SEK'];
-const DEFAULT_COINS = ['BTC', 'ETH', 'SOL'];
-const REFRESH_MS = 15_000;
+export const CURRENCIES = ['USD', 'BRL', 'EUR', 'GBP', 'JPY', 'CHF', 'CAD', 'AUD', 'DKK', 'NOK', 'SEK'];
+const CURRENCY_KEY = 'quotes.currency';
 
-interface Coin {
-  coin: string;
-  coinName: string;
-  currency: string;
-  regularMarketPrice: number;
-  regularMarketChangePercent: number;
-  regularMarketDayHigh: number;
-  regularMarketDayLow: number;
-  regularMarketVolume: number;
-  regularMarketTime: string;
-  historicalDataPrice?: Array<{ date: number; open: number | null; high: number | null; low: number | null; close: number | null }>;
-  usedRange?: string;
-  usedInterval?: string;
+type SortKey = 'rank' | 'name' | 'price' | 'h1' | 'h24' | 'd7' | 'cap' | 'volume';
+
+interface Column {
+  key: SortKey;
+  label: string;
+  /** Hidden on narrow screens (CSS class), so no column is ever cut. */
+  wide?: boolean;
+  value: (c: MarketCoin) => number | string | null;
 }
 
-let refreshTimer: number | undefined;
-let chart: IChartApi | undefined;
+const change = (c: MarketCoin, k: '1h' | '24h' | '7d'): number | null => c[`price_change_percentage_${k}_in_currency`] ?? (k === '24h' ? c.price_change_percentage_24h : null);
 
-/** Stops the auto-refresh and frees the chart when leaving the page. */
+const COLUMNS: readonly Column[] = [
+  { key: 'rank', label: '#', value: (c) => c.market_cap_rank ?? Number.MAX_SAFE_INTEGER },
+  { key: 'name', label: 'Coin', value: (c) => c.name.toLowerCase() },
+  { key: 'price', label: 'Price', value: (c) => c.current_price },
+  { key: 'h1', label: '1h', wide: true, value: (c) => change(c, '1h') },
+  { key: 'h24', label: '24h', value: (c) => change(c, '24h') },
+  { key: 'd7', label: '7d', wide: true, value: (c) => change(c, '7d') },
+  { key: 'cap', label: 'Market cap', wide: true, value: (c) => c.market_cap },
+  { key: 'volume', label: 'Volume (24h)', wide: true, value: (c) => c.total_volume },
+];
+
+export function preferredCurrency(): string {
+  const c = localStorage.getItem(CURRENCY_KEY);
+  return c !== null && CURRENCIES.includes(c) ? c : 'USD';
+}
+
+let live: LivePrices | undefined;
+
+/** Stops the live prices when leaving the page. */
 export function leaveMarket(): void {
-  if (refreshTimer !== undefined) window.clearInterval(refreshTimer);
-  refreshTimer = undefined;
-  chart?.remove();
-  chart = undefined;
+  live?.stop();
+  live = undefined;
 }
 
-function select(id: string, label: string, values: readonly string[], selected: string): [HTMLLabelElement, HTMLSelectElement] {
-  const s = h('select', { id, name: id }, ...values.map((v) => h('option', { value: v, selected: v === selected }, v)));
-  return [h('label', { for: id }, label), s];
+function pctCell(v: number | null, wide: boolean): HTMLTableCellElement {
+  return h('td', { class: `${v === null ? '' : v >= 0 ? 'up' : 'down'}${wide ? ' wide' : ''}` }, formatPercent(v));
 }
 
-function tokenForm(main: HTMLElement, onToken: () => void): void {
-  const f = h(
-    'form',
-    { class: 'card', 'aria-labelledby': 'tok-title' },
-    h('h2', { id: 'tok-title' }, 'API token needed'),
-    h('p', {}, 'The market page calls the public API with your token. Paste it here (kept only in this tab), or rotate it on the Account page to get a new one.'),
-    h('label', { for: 'market-token' }, 'API token'),
-    h('input', { id: 'market-token', type: 'password', autocomplete: 'off', required: true }),
-    h('button', { type: 'submit' }, 'Use token'),
-  );
-  f.addEventListener('submit', (ev) => {
-    ev.preventDefault();
-    const v = (f.querySelector('#market-token') as HTMLInputElement).value.trim();
-    if (v !== '') {
-      rememberToken(v);
-      onToken();
-    }
-  });
-  main.replaceChildren(h('h1', {}, 'Market'), f);
-}
-
+/**
+ * The market page, in CoinGecko's manner: the ranked board (icons, price, 1h/24h/7d change,
+ * market cap, volume, 7-day sparkline) with sorting, search and paging, fetched once on the
+ * session (one API request of the plan), then kept live by the stream for the coins on screen.
+ */
 export async function renderMarket(main: HTMLElement, isCurrent: () => boolean = () => true): Promise<void> {
   leaveMarket();
-  const token = storedToken();
-  if (token === undefined) {
-    tokenForm(main, () => void renderMarket(main, isCurrent));
-    return;
-  }
-  const info: AccountInfo = await account();
-  const plan = info.plan;
-  if (!plan.crypto) {
-    main.replaceChildren(h('h1', {}, 'Market'), h('p', { class: 'card' }, `Your plan (${plan.name}) does not include cryptocurrency data.`));
-    return;
-  }
-  let available: string[];
-  try {
-    available = (await publicApi<{ coins: string[] }>('/api/v2/crypto/available', token)).coins;
-  } catch (err) {
-    if (err instanceof ApiError && err.status === 401) {
-      rememberToken(undefined);
-      announce('That token is no longer valid; paste the current one.', true);
-      tokenForm(main, () => void renderMarket(main));
-      return;
-    }
-    throw err;
-  }
+  const info = await account();
   if (!isCurrent()) return;
-  const picked = new Set(DEFAULT_COINS.filter((c) => available.includes(c)));
-  const coinBoxes = h(
-    'fieldset',
-    {},
-    h('legend', {}, `Coins (up to ${plan.maxCoinsPerRequest})`),
-    h('div', { class: 'coins' }, ...available.map((c) => {
-      const box = h('input', { type: 'checkbox', id: `coin-${c}`, value: c, checked: picked.has(c) });
-      return h('label', { for: `coin-${c}` }, box, c);
-    })),
-  );
-  const [curLabel, curSel] = select('currency', 'Currency', CURRENCIES, 'USD');
-  const ranges = plan.ranges.length > 0 ? plan.ranges : ['1mo'];
-  const intervals = plan.intervals.length > 0 ? plan.intervals : ['1d'];
-  const [rangeLabel, rangeSel] = select('range', 'Range', ranges, ranges.includes('1mo') ? '1mo' : ranges[0]!);
-  const [ivLabel, ivSel] = select('interval', 'Interval', intervals, intervals.includes('1d') ? '1d' : intervals[0]!);
-  const [chartCoinLabel, chartCoinSel] = select('chart-coin', 'Chart coin', [...picked], [...picked][0] ?? '');
-  const updated = h('p', { id: 'quotes-updated', 'aria-live': 'polite' });
+  if (!info.plan.crypto) {
+    main.replaceChildren(h('h1', {}, 'Market'), h('p', { class: 'card' }, `Your plan (${info.plan.name}) does not include cryptocurrency data.`));
+    return;
+  }
+  let currency = preferredCurrency();
+  let board = await marketBoard(currency);
+  if (!isCurrent()) return;
+  // The stream follows the rows on screen, so a page holds at most the plan's coins per request.
+  const pageSize = Math.max(1, Math.min(20, info.plan.maxCoinsPerRequest));
+  let sortKey: SortKey = 'rank';
+  let ascending = true;
+  let page = 0;
+  let query = '';
+  let liveCount = 0;
+
+  const search = h('input', { id: 'market-search', type: 'search', placeholder: 'Name or symbol', autocomplete: 'off' });
+  const curSel = h('select', { id: 'market-currency' }, ...CURRENCIES.map((c) => h('option', { value: c, selected: c === currency }, c)));
+  const liveState = h('p', { id: 'live-state', class: 'muted', 'aria-live': 'polite' });
   const tbody = h('tbody');
-  const table = h(
-    'div',
-    { class: 'table-wrap' },
-    h(
-      'table',
-      { id: 'quotes' },
-      h('caption', { class: 'sr-only' }, 'Live quotes'),
-      h('thead', {}, h('tr', {}, ...['Coin', 'Price', '24h %', 'High', 'Low', 'Volume'].map((t) => h('th', { scope: 'col' }, t)))),
-      tbody,
-    ),
-  );
-  const chartBox = h('div', { id: 'chart', role: 'img', 'aria-label': 'Candlestick chart' });
-  const chartNote = h('p', { id: 'chart-note', 'aria-live': 'polite' });
-  main.replaceChildren(
-    h('h1', {}, 'Market'),
-    h('section', { class: 'card', 'aria-labelledby': 'pick-title' }, h('h2', { id: 'pick-title' }, 'Selection'), coinBoxes, h('div', { class: 'row' }, h('div', {}, curLabel, curSel))),
-    h('section', { class: 'card', 'aria-labelledby': 'quotes-title' }, h('h2', { id: 'quotes-title' }, 'Live quotes'), updated, table),
-    h(
-      'section',
-      { class: 'card', 'aria-labelledby': 'chart-title' },
-      h('h2', { id: 'chart-title' }, 'Chart'),
-      h('div', { class: 'row' }, h('div', {}, chartCoinLabel, chartCoinSel), h('div', {}, rangeLabel, rangeSel), h('div', {}, ivLabel, ivSel)),
-      chartNote,
-      chartBox,
-    ),
-  );
+  const headRow = h('tr');
+  const table = h('table', { id: 'market', 'data-live-updates': '0' }, h('caption', { class: 'sr-only' }, 'Coins ranked by market cap'), h('thead', {}, headRow), tbody);
+  const pager = h('nav', { class: 'pager', 'aria-label': 'Pages' });
+  const count = h('p', { id: 'market-count', class: 'muted' });
 
-  chart = createChart(chartBox, { autoSize: true, layout: { attributionLogo: false }, timeScale: { timeVisible: true } });
-  const series: ISeriesApi<'Candlestick'> = chart.addSeries(CandlestickSeries, { upColor: '#047857', downColor: '#b91c1c', wickUpColor: '#047857', wickDownColor: '#b91c1c', borderVisible: false });
+  const rows = (): MarketCoin[] => {
+    const q = query.trim().toLowerCase();
+    const list = q === '' ? board.coins : board.coins.filter((c) => c.name.toLowerCase().includes(q) || c.symbol.includes(q) || c.id.includes(q));
+    const col = COLUMNS.find((c) => c.key === sortKey)!;
+    const sorted = [...list].sort((a, b) => {
+      const x = col.value(a);
+      const y = col.value(b);
+      // Unknown values always last, whichever the direction.
+      if (x === null || y === null) return x === y ? 0 : x === null ? 1 : -1;
+      const d = typeof x === 'string' || typeof y === 'string' ? String(x).localeCompare(String(y)) : x - y;
+      return ascending ? d : -d;
+    });
+    return sorted;
+  };
 
-  const selectedCoins = (): string[] => [...coinBoxes.querySelectorAll<HTMLInputElement>('input:checked')].map((b) => b.value);
-
-  const refreshQuotes = async (): Promise<void> => {
-    const coins = selectedCoins().slice(0, plan.maxCoinsPerRequest);
-    if (coins.length === 0) {
-      tbody.replaceChildren();
-      updated.textContent = 'Pick at least one coin.';
-      return;
-    }
-    const res = await publicApi<{ coins: Coin[] }>(`/api/v2/crypto?coin=${coins.join(',')}&currency=${curSel.value}`, token);
-    tbody.replaceChildren(
-      ...res.coins.map((c) =>
-        h(
-          'tr',
-          {},
-          h('td', {}, h('strong', {}, c.coin), ` ${c.coinName}`),
-          h('td', {}, `${formatNumber(c.regularMarketPrice, 4)} ${c.currency}`),
-          h('td', { class: c.regularMarketChangePercent >= 0 ? 'up' : 'down' }, `${formatNumber(c.regularMarketChangePercent)}%`),
-          h('td', {}, formatNumber(c.regularMarketDayHigh, 4)),
-          h('td', {}, formatNumber(c.regularMarketDayLow, 4)),
-          h('td', {}, formatNumber(c.regularMarketVolume, 0)),
-        ),
-      ),
+  const drawHead = (): void => {
+    headRow.replaceChildren(
+      ...COLUMNS.map((col) => {
+        const active = col.key === sortKey;
+        const b = h('button', { type: 'button', class: 'sort', 'data-sort': col.key }, col.label, h('span', { 'aria-hidden': 'true' }, active ? (ascending ? ' ▲' : ' ▼') : ''));
+        b.addEventListener('click', () => {
+          if (sortKey === col.key) ascending = !ascending;
+          else {
+            sortKey = col.key;
+            // Names read A→Z, ranks 1→n; figures largest first, as CoinGecko.
+            ascending = col.key === 'rank' || col.key === 'name';
+          }
+          page = 0;
+          draw();
+          headRow.querySelector<HTMLButtonElement>(`button[data-sort="${col.key}"]`)?.focus();
+        });
+        return h('th', { scope: 'col', class: col.wide === true ? 'wide' : undefined, 'aria-sort': active ? (ascending ? 'ascending' : 'descending') : undefined }, b);
+      }),
+      h('th', { scope: 'col', class: 'wide spark-col' }, 'Last 7 days'),
     );
-    updated.textContent = `Updated ${new Date().toLocaleTimeString()} (refreshes every ${REFRESH_MS / 1000} s).`;
   };
 
-  const refreshChart = async (): Promise<void> => {
-    const coin = chartCoinSel.value;
-    if (coin === '') return;
-    const res = await publicApi<{ coins: Coin[] }>(`/api/v2/crypto?coin=${coin}&currency=${curSel.value}&range=${rangeSel.value}&interval=${ivSel.value}`, token);
-    const c = res.coins[0];
-    const points = (c?.historicalDataPrice ?? []).filter((p) => p.open !== null && p.high !== null && p.low !== null && p.close !== null);
-    series.setData(points.map((p) => ({ time: p.date as UTCTimestamp, open: p.open!, high: p.high!, low: p.low!, close: p.close! })));
-    chart?.timeScale().fitContent();
-    const note = `${coin}/${curSel.value}: ${points.length} candles, range ${c?.usedRange ?? rangeSel.value}, interval ${c?.usedInterval ?? ivSel.value}.`;
-    chartNote.textContent = note;
-    chartBox.setAttribute('aria-label', `Candlestick chart of ${note}`);
-    chartBox.dataset.candles = String(points.length);
+  const rowOf = (c: MarketCoin): HTMLTableRowElement => {
+    const sym = c.symbol.toUpperCase();
+    const link = h('a', { href: `#/coin/${sym}`, class: 'coin' }, h('img', { src: c.image, alt: '', width: '24', height: '24', loading: 'lazy' }), h('span', { class: 'coin-name' }, c.name), h('span', { class: 'sym' }, sym));
+    const spark = c.sparkline_in_7d?.price ?? [];
+    return h(
+      'tr',
+      { 'data-coin': sym },
+      h('td', { class: 'rank' }, c.market_cap_rank === null ? '—' : String(c.market_cap_rank)),
+      h('td', { class: 'name' }, link),
+      h('td', { class: 'price' }, formatPrice(c.current_price)),
+      pctCell(change(c, '1h'), true),
+      pctCell(change(c, '24h'), false),
+      pctCell(change(c, '7d'), true),
+      h('td', { class: 'wide cap' }, formatCompact(c.market_cap)),
+      h('td', { class: 'wide vol' }, formatCompact(c.total_volume)),
+      h('td', { class: 'wide spark-col' }, sparkline(spark, `${sym} over the last 7 days`)),
+    );
   };
 
-  const report = (err: unknown): void => announce(err instanceof Error ? err.message : String(err), true);
-  const syncChartCoins = (): void => {
-    const coins = selectedCoins();
-    const current = chartCoinSel.value;
-    chartCoinSel.replaceChildren(...coins.map((c) => h('option', { value: c, selected: c === current }, c)));
+  const draw = (): void => {
+    drawHead();
+    const list = rows();
+    const pages = Math.max(1, Math.ceil(list.length / pageSize));
+    page = Math.min(page, pages - 1);
+    const shown = list.slice(page * pageSize, (page + 1) * pageSize);
+    tbody.replaceChildren(...shown.map(rowOf));
+    count.textContent = list.length === 0 ? `No coin matches “${query}”.` : `${list.length} coins · page ${page + 1} of ${pages} · prices in ${currency}`;
+    const prev = h('button', { type: 'button', class: 'secondary', id: 'page-prev', disabled: page === 0 }, 'Previous');
+    const next = h('button', { type: 'button', class: 'secondary', id: 'page-next', disabled: page >= pages - 1 }, 'Next');
+    prev.addEventListener('click', () => {
+      page--;
+      draw();
+    });
+    next.addEventListener('click', () => {
+      page++;
+      draw();
+    });
+    pager.replaceChildren(prev, h('span', { class: 'muted' }, `${page + 1} / ${pages}`), next);
+    live?.follow(shown.map((c) => c.symbol.toUpperCase()), currency);
   };
-  coinBoxes.addEventListener('change', (ev) => {
-    const box = ev.target as HTMLInputElement;
-    if (box.checked && selectedCoins().length > plan.maxCoinsPerRequest) {
-      box.checked = false;
-      announce(`Your plan allows up to ${plan.maxCoinsPerRequest} coins per request.`, true);
-      return;
+
+  const applyQuotes = (coins: QuoteCoin[]): void => {
+    for (const q of coins) {
+      const c = board.coins.find((x) => x.symbol.toUpperCase() === q.coin);
+      if (c === undefined) continue;
+      c.current_price = q.regularMarketPrice;
+      c.price_change_percentage_24h = q.regularMarketChangePercent;
+      c.price_change_percentage_24h_in_currency = q.regularMarketChangePercent;
+      if (q.marketCap > 0) c.market_cap = q.marketCap;
+      c.total_volume = q.regularMarketVolume;
+      const tr = tbody.querySelector<HTMLTableRowElement>(`tr[data-coin="${q.coin}"]`);
+      if (tr === null) continue;
+      const fresh = rowOf(c);
+      // Only a changed price flashes (the stream's first event repeats what the page shows).
+      if (tr.querySelector('td.price')?.textContent !== fresh.querySelector('td.price')?.textContent) fresh.classList.add('flash');
+      tr.replaceWith(fresh);
     }
-    syncChartCoins();
-    void refreshQuotes().catch(report);
-    void refreshChart().catch(report);
+    liveCount++;
+    table.dataset.liveUpdates = String(liveCount);
+  };
+
+  live = new LivePrices(applyQuotes, (state, detail) => {
+    liveState.textContent =
+      state === 'live' ? 'Live: prices update as the market moves.' : state === 'paused' ? 'Paused while this tab is hidden.' : state === 'reconnecting' ? 'Reconnecting…' : (detail ?? 'Live prices stopped.');
+    liveState.dataset.state = state;
+  });
+
+  search.addEventListener('input', () => {
+    query = search.value;
+    page = 0;
+    draw();
   });
   curSel.addEventListener('change', () => {
-    void refreshQuotes().catch(report);
-    void refreshChart().catch(report);
+    const next = curSel.value;
+    localStorage.setItem(CURRENCY_KEY, next);
+    marketBoard(next).then(
+      (b) => {
+        currency = next;
+        board = b;
+        draw();
+      },
+      (err: unknown) => announce(err instanceof Error ? err.message : String(err), true),
+    );
   });
-  for (const s of [rangeSel, ivSel, chartCoinSel]) s.addEventListener('change', () => void refreshChart().catch(report));
-  await Promise.all([refreshQuotes(), refreshChart()]);
-  refreshTimer = window.setInterval(() => void refreshQuotes().catch(report), REFRESH_MS);
+
+  main.replaceChildren(
+    h('h1', {}, 'Market'),
+    h(
+      'section',
+      { class: 'card', 'aria-labelledby': 'board-title' },
+      h('h2', { id: 'board-title', class: 'sr-only' }, 'Coins'),
+      h('div', { class: 'toolbar' }, h('div', {}, h('label', { for: 'market-search' }, 'Search'), search), h('div', {}, h('label', { for: 'market-currency' }, 'Currency'), curSel)),
+      liveState,
+      h('div', { class: 'table-wrap' }, table),
+      h('div', { class: 'under' }, count, pager),
+    ),
+  );
+  draw();
 }

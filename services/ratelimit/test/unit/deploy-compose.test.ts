@@ -51,6 +51,11 @@ test('compose: two quotes replicas share PostgreSQL and ask ratelimit, which run
   assert.equal(urls.size, 1, 'one database');
   assert.match([...urls][0] ?? '', /^postgres:\/\/quotes:.*@postgres:5432\/quotes$/);
   for (const [name, s] of replicas) assert.equal(s.environment?.RATELIMIT_GRPC_ADDR, 'ratelimit:8081', name);
+  // Roles (issue 14): every replica may serve; those with all/ingest compete for the one ingest lease.
+  const roles = replicas.map(([, s]) => s.environment?.QUOTES_ROLE ?? 'all');
+  for (const role of roles) assert.ok(['all', 'api', 'ingest'].includes(role), role);
+  assert.ok(roles.some((r) => r !== 'api'), 'at least one replica can ingest');
+  assert.ok(roles.some((r) => r !== 'ingest'), 'at least one replica serves the API');
   const rl = services.ratelimit?.environment ?? {};
   assert.equal(rl.BACKEND_TYPE, 'redis');
   assert.equal(rl.KVSTORE_URL, 'redis:6379');

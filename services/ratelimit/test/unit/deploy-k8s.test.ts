@@ -176,6 +176,8 @@ test('overlay redis-quotes: ratelimit counts in Redis, quotes asks it over gRPC 
   assert.equal((ratelimit.spec as { replicas?: number }).replicas, 2);
   const q = envOf(quotes, 'quotes');
   assert.equal(q.get('RATELIMIT_GRPC_ADDR'), 'ratelimit:8081');
+  // Both pods serve and compete for the one ingest lease (issue 14).
+  assert.equal(q.get('QUOTES_ROLE'), 'all');
   assert.match(q.get('DATABASE_URL') ?? '', /^postgres:\/\/quotes:\$\(POSTGRES_PASSWORD\)@postgres:5432\/quotes$/);
   assert.equal((quotes.spec as { replicas?: number }).replicas, 2);
   const services = new Set(objects.filter((o) => o.kind === 'Service').map((o) => o.metadata.name));

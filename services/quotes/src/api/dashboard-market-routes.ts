@@ -1,0 +1,118 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Account, AccountService } from '../accounts/account-service.js';
+import type { PlanCatalog } from '../accounts/plans.js';
+import type { RequestLimiter } from '../accounts/request-limiter.js';
+import type { UserService } from '../accounts/user-service.js';
+import type { MarketData } from '../coingecko/market-data.js';
+import { marketsView } from '../coingecko/views.js';
+import { QuotesError } from '../errors.js';
+import type { CoinCatalog } from '../market/coin-catalog.js';
+import { CURRENCIES, isCurrency } from '../market/currencies.js';
+import type { QuoteService } from '../service/quote-service.js';
+import type { QuoteStreamHub } from '../stream/quote-stream-hub.js';
+import { openStream } from '../stream/stream-routes.js';
+import { admitAll } from './admission.js';
+import { readCookies } from './cookies.js';
+import { cryptoRequest, queryValue, type RawQuery } from './crypto-query.js';
+import { SESSION_COOKIE } from './dashboard-routes.js';
+
+export interface DashboardMarketDeps {
+  users: UserService;
+  accounts: AccountService;
+  plans: PlanCatalog;
+  limiters: readonly RequestLimiter[];
+  marketData: MarketData;
+  quotes: QuoteService;
+  catalog: CoinCatalog;
+  hub: QuoteStreamHub;
+  publicBaseUrl: string | undefined;
+}
+
+/** Most coins the market page receives in one call (the whole board of a typical deployment). */
+const BOARD_MAX = 250;
+
+/**
+ * The dashboard's market data, authenticated by the session cookie instead of the API token, so
+ * a browser that never saw the token (a new sign-in) shows the market without rotating it. Each
+ * call still counts against the signed-in user's plan as one API request of their token (burst
+ * limits and monthly quota), so the dashboard is no way around the plan:
+ *   GET /dashboard/api/market?currency=USD          the ranked board (sparklines, 1h/24h/7d): 1 request
+ *   GET /dashboard/api/market/history?coin=&currency=&range=&interval=   one coin's candles: 1 request
+ *   GET /dashboard/api/market/stream?coin=&currency=   live prices (SSE): 1 request at open + 1 per
+ *                                                      QUOTES_STREAM_CHARGE_INTERVAL while open
+ */
+export function registerDashboardMarketRoutes(app: FastifyInstance, deps: DashboardMarketDeps): void {
+  const baseUrl = (request: FastifyRequest): string => deps.publicBaseUrl ?? `${request.protocol}://${request.host}`;
+
+  /** The session's user as an API account: their live token and its plan. */
+  async function sessionAccount(request: FastifyRequest): Promise<Account> {
+    const user = await deps.users.resolveSession(readCookies(request.headers.cookie).get(SESSION_COOKIE));
+    if (user === undefined) throw new QuotesError('SIGNED_OUT');
+    const record = user.tokenId === null ? undefined : await deps.accounts.findToken(user.tokenId);
+    if (record === undefined || record.revokedAt !== null) throw new QuotesError('TOKEN_INVALID');
+    const plan = deps.plans.get(record.planId);
+    if (plan === undefined) throw new QuotesError('TOKEN_INVALID');
+    if (!plan.crypto) throw new QuotesError('PLAN_NO_CRYPTO');
+    return { tokenId: record.id, name: record.name, plan };
+  }
+
+  async function admitted(request: FastifyRequest, reply: FastifyReply): Promise<Account> {
+    const account = await sessionAccount(request);
+    const headers: string[] = [];
+    try {
+      await admitAll(account, deps.limiters, headers);
+    } finally {
+      for (let i = 0; i < headers.length; i += 2) reply.header(headers[i]!, headers[i + 1]);
+    }
+    return account;
+  }
+
+  const currencyOf = (q: RawQuery): string => {
+    const c = (queryValue(q, 'currency') ?? 'USD').trim().toUpperCase();
+    if (!isCurrency(c)) throw new QuotesError('CURRENCY_INVALID', { valid: CURRENCIES });
+    return c;
+  };
+
+  void app.register((scope, _opts, done) => {
+    scope.addHook('onRequest', (_request, reply, next) => {
+      // Same-origin only, never cached (as the rest of the dashboard API).
+      reply.removeHeader('access-control-allow-origin');
+      reply.removeHeader('access-control-expose-headers');
+      void reply.header('cache-control', 'no-store').header('x-content-type-options', 'nosniff');
+      next();
+    });
+
+    scope.get('/dashboard/api/market', async (request, reply) => {
+      const currency = currencyOf(request.query as RawQuery);
+      await admitted(request, reply);
+      const board = await deps.marketData.board();
+      const coins = await marketsView(deps.marketData, board, {
+        vs: currency.toLowerCase(),
+        order: 'market_cap_desc',
+        perPage: BOARD_MAX,
+        page: 1,
+        sparkline: true,
+        changes: ['1h', '24h', '7d'],
+        precision: undefined,
+        baseUrl: baseUrl(request),
+      });
+      return { currency, asOf: new Date(board.asOf * 1000).toISOString(), coins };
+    });
+
+    scope.get('/dashboard/api/market/history', async (request, reply) => {
+      const account = await admitted(request, reply);
+      const q = request.query as RawQuery;
+      const req = cryptoRequest({ coin: queryValue(q, 'coin'), currency: queryValue(q, 'currency'), range: queryValue(q, 'range'), interval: queryValue(q, 'interval') }, account.plan, deps.catalog, baseUrl(request));
+      if (req.coins.length !== 1) throw new QuotesError('COINS_TOO_MANY', { limit: 1 });
+      const result = await deps.quotes.quote(req.history === undefined ? { ...req, history: cryptoRequest({ coin: req.coins[0], range: '1mo' }, account.plan, deps.catalog, '').history } : req);
+      const coin = (JSON.parse(result.coinsJson) as Array<Record<string, unknown>>)[0]!;
+      return { coin, plan: { ranges: account.plan.ranges, intervals: account.plan.intervals } };
+    });
+
+    scope.get('/dashboard/api/market/stream', async (request, reply) => {
+      const account = await sessionAccount(request);
+      await openStream(request, reply, account, { hub: deps.hub, limiters: deps.limiters, catalog: deps.catalog, publicBaseUrl: deps.publicBaseUrl }, baseUrl(request));
+    });
+    done();
+  });
+}

@@ -1,0 +1,76 @@
+import type { MarketSnapshot } from '../market/market-snapshots.js';
+import { isBaseInterval, type BaseInterval } from '../history/intervals.js';
+import type { Candle, Ticker } from '../market/types.js';
+import type { StoredMarketState } from './types.js';
+
+/** In-progress candles by `liveCandleKey(symbol, base)`, as the ingesting replica last fetched them. */
+export type LiveCandles = ReadonlyMap<string, Candle>;
+
+export const liveCandleKey = (symbol: string, base: BaseInterval): string => `${symbol}\u0000${base}`;
+
+const NO_LIVE: LiveCandles = new Map();
+
+/** The market state as the ingesting replica publishes it: the snapshot, the coin list and the in-progress candles. */
+export interface SharedMarket {
+  snapshot: MarketSnapshot;
+  symbols: readonly string[];
+  live: LiveCandles;
+}
+
+/** One in-progress candle: symbol, base, open time, open, high, low, close, volume. */
+type EncodedCandle = [string, string, number, number, number, number, number, number | null];
+
+interface Encoded {
+  v: 1;
+  symbols: string[];
+  tickers: Ticker[];
+  fx: { time: number; rates: [string, number][] };
+  /** Absent in states written before history was shared. */
+  live?: EncodedCandle[];
+}
+
+/**
+ * JSON text of a snapshot. Every replica, the writer included, serves what `decodeMarketState`
+ * makes of this text, so all of them answer with the same numbers (and so the same bodies and
+ * ETags) for the same version.
+ */
+export function encodeMarketState(snapshot: MarketSnapshot, symbols: readonly string[], live: LiveCandles = NO_LIVE): string {
+  const e: Encoded = { v: 1, symbols: [...symbols], tickers: [...snapshot.tickers.values()], fx: { time: snapshot.fx.time, rates: [...snapshot.fx.rates] } };
+  if (live.size > 0) {
+    e.live = [];
+    for (const [key, k] of live) {
+      const [symbol = '', base = ''] = key.split('\u0000');
+      e.live.push([symbol, base, k.time, k.open, k.high, k.low, k.close, k.volume]);
+    }
+  }
+  return JSON.stringify(e);
+}
+
+const finite = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
+
+/** The snapshot stored under `stored.version`; throws naming what is malformed. */
+export function decodeMarketState(stored: StoredMarketState): SharedMarket {
+  const e = JSON.parse(stored.body) as Partial<Encoded>;
+  if (e.v !== 1 || !Array.isArray(e.symbols) || !Array.isArray(e.tickers) || e.fx === undefined || !finite(e.fx.time) || !Array.isArray(e.fx.rates)) {
+    throw new Error(`market state version ${stored.version}: not a version-1 market state`);
+  }
+  const tickers = new Map<string, Ticker>();
+  for (const t of e.tickers) {
+    if (typeof t?.symbol !== 'string' || !finite(t.lastPrice) || !finite(t.closeTime)) throw new Error(`market state version ${stored.version}: malformed ticker`);
+    tickers.set(t.symbol, t);
+  }
+  const rates = new Map<string, number>();
+  for (const r of e.fx.rates) {
+    if (!Array.isArray(r) || typeof r[0] !== 'string' || !finite(r[1])) throw new Error(`market state version ${stored.version}: malformed FX rate`);
+    rates.set(r[0], r[1]);
+  }
+  const live = new Map<string, Candle>();
+  for (const c of Array.isArray(e.live) ? e.live : []) {
+    if (!Array.isArray(c) || typeof c[0] !== 'string' || typeof c[1] !== 'string' || !isBaseInterval(c[1]) || ![c[2], c[3], c[4], c[5], c[6]].every(finite) || !(c[7] === null || finite(c[7]))) {
+      throw new Error(`market state version ${stored.version}: malformed in-progress candle`);
+    }
+    live.set(liveCandleKey(c[0], c[1]), { time: c[2], open: c[3], high: c[4], low: c[5], close: c[6], volume: c[7] });
+  }
+  const symbols = e.symbols.filter((s): s is string => typeof s === 'string');
+  return { snapshot: { version: stored.version, fetchedAt: stored.fetchedAt, tickers, fx: { time: e.fx.time, rates } }, symbols, live };
+}

@@ -1,0 +1,375 @@
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import type { Plan } from '../accounts/plans.js';
+import type { Clock } from '../clock.js';
+import { QuotesError } from '../errors.js';
+import type { MarketSnapshot } from '../market/market-snapshots.js';
+import { sseEvent, SseStream, type CloseReason, type QuotePair } from './sse-stream.js';
+
+/** What the hub needs of the market: the current snapshot and a call per new one. */
+export interface SnapshotFeed {
+  current(): Promise<MarketSnapshot>;
+  onSnapshot(listener: (snap: MarketSnapshot) => void): () => void;
+}
+
+/** The JSON text of one coin's `/api/v2/crypto` record; rejects when it cannot be quoted now. */
+export type CoinJson = (coin: string, currency: string, baseUrl: string, plan: Plan) => Promise<string>;
+
+export interface StreamLimits {
+  maxPerToken: number;
+  maxTotal: number;
+  heartbeatMs: number;
+  chargeMs: number;
+  bufferBytes: number;
+  stallMs: number;
+  lifetimeMs: number;
+}
+
+export interface QuoteStreamHubDeps {
+  feed: SnapshotFeed;
+  coinJson: CoinJson;
+  clock: Clock;
+  limits: StreamLimits;
+  log: Logger;
+  /** Distinguishes this process's event ids from another run's (or replica's). */
+  epoch: string;
+  /** Real-time period of the housekeeping tick (heartbeats, charges, bounds); default 1000 ms. */
+  tickMs?: number;
+  /** How long a pair nobody follows is still tracked, so a reconnecting client gets only what changed; default 10 min. */
+  resumeWindowMs?: number;
+}
+
+/** A reserved stream slot; released once (when the stream closes, or when opening fails). */
+export interface StreamLease {
+  readonly tokenKey: string;
+  release(): void;
+}
+
+export interface OpenStreamOptions {
+  res: ServerResponse;
+  /** Response headers decided before the stream opened (data source, CORS, limiter headers). */
+  headers: OutgoingHttpHeaders;
+  plan: Plan;
+  coins: readonly string[];
+  currency: string;
+  baseUrl: string;
+  lastEventId: string | undefined;
+  /** Counts one more request for the open stream; a rejection (QuotesError) closes it. */
+  charge: () => Promise<void>;
+  /** The `data` of the error event sent when a charge is refused. */
+  errorData: (err: unknown) => string;
+}
+
+export interface StreamStats {
+  open: number;
+  pairs: number;
+  coalesced: number;
+  closed: Record<CloseReason, number>;
+  /** Duration of the last fan-out, from the snapshot to the last stream written (ms). */
+  lastFanOutMs: number;
+  fanOuts: number;
+}
+
+interface PairRecord extends QuotePair {
+  currency: string;
+  baseUrl: string;
+  plan: Plan;
+  /** Resolves once `json` has been computed for the first time. */
+  ready: Promise<void>;
+}
+
+const OPEN_HEADERS: OutgoingHttpHeaders = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-store',
+  // Proxies (nginx) must pass events through as they come.
+  'x-accel-buffering': 'no',
+};
+
+/**
+ * The live-price streams: one registry of open Server-Sent Events responses, fed by the market
+ * snapshots. On every new snapshot each followed (coin, currency) pair is quoted once, and every
+ * stream gets the pairs that differ from what it already sent, as one event whose id names the
+ * snapshot (`<epoch>.<version>`), so a client that reconnects with Last-Event-ID gets exactly the
+ * coins that changed since. A real-time tick writes heartbeats, charges open streams one request
+ * per charge interval and enforces the stall and lifetime bounds; it also asks for the current
+ * snapshot, which refreshes an on-demand market while streams are open.
+ */
+export class QuoteStreamHub {
+  private readonly streams = new Set<SseStream>();
+  private readonly perToken = new Map<string, number>();
+  private reserved = 0;
+  private readonly pairs = new Map<string, PairRecord>();
+  private timer: NodeJS.Timeout | undefined;
+  private readonly unsubscribe: () => void;
+  private latestVersion = 0;
+  private fanning = false;
+  private again = false;
+  private shuttingDown = false;
+  private readonly counters: StreamStats = {
+    open: 0,
+    pairs: 0,
+    coalesced: 0,
+    closed: { client: 0, stalled: 0, lifetime: 0, 'charge-refused': 0, shutdown: 0 },
+    lastFanOutMs: 0,
+    fanOuts: 0,
+  };
+
+  constructor(private readonly deps: QuoteStreamHubDeps) {
+    this.unsubscribe = deps.feed.onSnapshot((snap) => this.onSnapshot(snap));
+  }
+
+  stats(): StreamStats {
+    let coalesced = this.counters.coalesced;
+    for (const s of this.streams) coalesced += s.coalesced;
+    return { ...this.counters, closed: { ...this.counters.closed }, open: this.streams.size, pairs: this.pairs.size, coalesced };
+  }
+
+  /** Unsent bytes of every open stream (tests and the bench look at the bound). */
+  bufferedBytes(): number[] {
+    return [...this.streams].map((s) => s.buffered());
+  }
+
+  /**
+   * Takes a slot for a token, or refuses: 503 STREAMS_FULL past the server's cap, 429
+   * STREAM_LIMIT past the token's. Synchronous, so concurrent opens cannot both pass.
+   */
+  reserve(tokenKey: string): StreamLease {
+    const { maxTotal, maxPerToken } = this.deps.limits;
+    if (this.shuttingDown || this.reserved >= maxTotal) throw new QuotesError('STREAMS_FULL', { retryAfterSeconds: 5 });
+    const mine = this.perToken.get(tokenKey) ?? 0;
+    if (mine >= maxPerToken) throw new QuotesError('STREAM_LIMIT', { limit: maxPerToken });
+    this.perToken.set(tokenKey, mine + 1);
+    this.reserved++;
+    let released = false;
+    return {
+      tokenKey,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.reserved--;
+        const n = (this.perToken.get(tokenKey) ?? 1) - 1;
+        if (n <= 0) this.perToken.delete(tokenKey);
+        else this.perToken.set(tokenKey, n);
+      },
+    };
+  }
+
+  /** Streams open (or being opened) for a token. */
+  openFor(tokenKey: string): number {
+    return this.perToken.get(tokenKey) ?? 0;
+  }
+
+  /**
+   * Writes the head and the current state (or, with a Last-Event-ID of this epoch, only what
+   * changed since) and keeps the response open. The lease is released when the stream closes,
+   * or here when the client left while it was being opened.
+   */
+  async open(lease: StreamLease, o: OpenStreamOptions): Promise<void> {
+    let pairs: PairRecord[] = [];
+    try {
+      const snap = await this.deps.feed.current();
+      this.latestVersion = Math.max(this.latestVersion, snap.version);
+      pairs = o.coins.map((c) => this.follow(c, o.currency, o.baseUrl, o.plan));
+      await Promise.all(pairs.map((p) => p.ready));
+    } catch (err) {
+      for (const p of pairs) this.unfollow(p);
+      lease.release();
+      throw err;
+    }
+    const { res } = o;
+    if (res.destroyed || res.writableEnded || this.shuttingDown) {
+      for (const p of pairs) this.unfollow(p);
+      lease.release();
+      if (!res.destroyed) res.destroy();
+      return;
+    }
+    const now = this.deps.clock.now();
+    const { limits } = this.deps;
+    const stream = new SseStream(
+      res,
+      lease.tokenKey,
+      pairs,
+      { bufferBytes: limits.bufferBytes, stallMs: limits.stallMs },
+      { now, heartbeatMs: limits.heartbeatMs, chargeMs: limits.chargeMs, lifetimeMs: limits.lifetimeMs },
+      (s, reason) => {
+        this.streams.delete(s);
+        for (const p of pairs) this.unfollow(p);
+        this.counters.closed[reason]++;
+        this.counters.coalesced += s.coalesced;
+        lease.release();
+      },
+    );
+    const charge = o.charge;
+    const errorData = o.errorData;
+    this.charges.set(stream, { charge, errorData });
+    this.streams.add(stream);
+    res.socket?.setNoDelay(true);
+    res.writeHead(200, { ...o.headers, ...OPEN_HEADERS });
+    // Reconnect after 3 s when the connection drops (EventSource's default varies by browser).
+    stream.writeRaw('retry: 3000\n\n');
+    const since = this.resumeVersion(o.lastEventId);
+    if (since !== undefined) {
+      for (const p of pairs) if (p.json !== null && p.trackedSince <= since && p.changedVersion <= since) stream.assumeKnown(p.coin, p.json);
+    }
+    const version = this.latestVersion;
+    stream.update(this.eventId(version), new Date(now).toISOString(), now);
+    this.startTimer();
+  }
+
+  private readonly charges = new WeakMap<SseStream, { charge: () => Promise<void>; errorData: (err: unknown) => string }>();
+
+  /** The snapshot version a Last-Event-ID of this epoch names, else undefined (send everything). */
+  private resumeVersion(lastEventId: string | undefined): number | undefined {
+    if (lastEventId === undefined || lastEventId.length > 100) return undefined;
+    const dot = lastEventId.lastIndexOf('.');
+    if (dot < 0 || lastEventId.slice(0, dot) !== this.deps.epoch) return undefined;
+    const v = Number(lastEventId.slice(dot + 1));
+    return Number.isSafeInteger(v) && v >= 0 && v <= this.latestVersion ? v : undefined;
+  }
+
+  private eventId(version: number): string {
+    return `${this.deps.epoch}.${version}`;
+  }
+
+  private follow(coin: string, currency: string, baseUrl: string, plan: Plan): PairRecord {
+    const key = `${coin}|${currency}|${baseUrl}`;
+    let p = this.pairs.get(key);
+    if (p === undefined) {
+      const rec: PairRecord = {
+        key,
+        coin,
+        currency,
+        baseUrl,
+        plan,
+        json: null,
+        changedVersion: this.latestVersion,
+        trackedSince: this.latestVersion,
+        subscribers: 0,
+        idleSince: 0,
+        ready: Promise.resolve(),
+      };
+      rec.ready = this.deps.coinJson(coin, currency, baseUrl, plan).then(
+        (j) => void (rec.json ??= j),
+        () => undefined,
+      );
+      this.pairs.set(key, rec);
+      p = rec;
+    }
+    p.subscribers++;
+    return p;
+  }
+
+  private unfollow(p: PairRecord): void {
+    p.subscribers--;
+    if (p.subscribers <= 0) p.idleSince = this.deps.clock.now();
+  }
+
+  private onSnapshot(snap: MarketSnapshot): void {
+    this.latestVersion = Math.max(this.latestVersion, snap.version);
+    if (this.pairs.size === 0) return;
+    if (this.fanning) {
+      this.again = true;
+      return;
+    }
+    void this.fanOut();
+  }
+
+  /** One fan-out at a time; snapshots arriving meanwhile are folded into one more round. */
+  private async fanOut(): Promise<void> {
+    this.fanning = true;
+    try {
+      do {
+        this.again = false;
+        await this.fanOnce(this.latestVersion);
+      } while (this.again);
+    } catch (err) {
+      this.deps.log.error({ err }, 'stream fan-out failed');
+    } finally {
+      this.fanning = false;
+    }
+  }
+
+  private async fanOnce(version: number): Promise<void> {
+    const started = performance.now();
+    const list = [...this.pairs.values()];
+    await Promise.all(
+      list.map(async (p) => {
+        let j: string | null;
+        try {
+          j = await this.deps.coinJson(p.coin, p.currency, p.baseUrl, p.plan);
+        } catch {
+          j = null;
+        }
+        if (j !== p.json) {
+          p.json = j;
+          p.changedVersion = version;
+        }
+      }),
+    );
+    const now = this.deps.clock.now();
+    const id = this.eventId(version);
+    const at = new Date(now).toISOString();
+    for (const s of this.streams) s.update(id, at, now);
+    this.counters.lastFanOutMs = performance.now() - started;
+    this.counters.fanOuts++;
+  }
+
+  private startTimer(): void {
+    if (this.timer !== undefined) return;
+    this.timer = setInterval(() => this.tick(), this.deps.tickMs ?? 1000);
+    this.timer.unref();
+  }
+
+  private tick(): void {
+    const now = this.deps.clock.now();
+    const { limits } = this.deps;
+    if (this.streams.size > 0) this.deps.feed.current().catch(() => undefined);
+    for (const s of [...this.streams]) {
+      if (s.stalled(now)) {
+        s.close('stalled');
+        continue;
+      }
+      if (now >= s.closeAt) {
+        s.close('lifetime');
+        continue;
+      }
+      s.flush(now);
+      if (now >= s.nextHeartbeatAt) {
+        s.writeRaw(`: heartbeat ${new Date(now).toISOString()}\n\n`);
+        s.nextHeartbeatAt = now + limits.heartbeatMs;
+      }
+      if (now >= s.nextChargeAt && !s.charging) this.charge(s, now);
+    }
+    const expiry = this.deps.resumeWindowMs ?? 600_000;
+    for (const [key, p] of this.pairs) if (p.subscribers <= 0 && now - p.idleSince >= expiry) this.pairs.delete(key);
+    if (this.streams.size === 0 && this.pairs.size === 0 && this.timer !== undefined) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+    }
+  }
+
+  private charge(s: SseStream, now: number): void {
+    const c = this.charges.get(s);
+    if (c === undefined) return;
+    s.charging = true;
+    s.nextChargeAt = now + this.deps.limits.chargeMs;
+    c.charge().then(
+      () => {
+        s.charging = false;
+      },
+      (err: unknown) => {
+        s.charging = false;
+        s.close('charge-refused', sseEvent('error', c.errorData(err)));
+      },
+    );
+  }
+
+  /** Ends every stream (graceful shutdown) and refuses new ones. */
+  closeAll(): void {
+    this.shuttingDown = true;
+    for (const s of [...this.streams]) s.close('shutdown');
+    this.unsubscribe();
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+}

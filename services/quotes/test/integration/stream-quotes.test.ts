@@ -1,0 +1,266 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setImmediate as turn } from 'node:timers/promises';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { waitFor } from '@rls/testkit';
+import type { MarketSource } from '../../src/market/types.js';
+import { makeTestApp, plansWith, type CryptoJson, type TestApp } from '../support/helpers.js';
+import { portOf, SseClient } from './stream-support.js';
+
+/** The simulated market with per-coin price factors the tests turn (a change only where they say). */
+function adjustable(factor: Map<string, number>, everything: { by: number }) {
+  return (m: MarketSource): MarketSource => ({
+    kind: m.kind,
+    listSymbols: () => m.listSymbols(),
+    candles: (r) => m.candles(r),
+    tickers: async (symbols) => (await m.tickers(symbols)).map((x) => ({ ...x, lastPrice: x.lastPrice * (factor.get(x.symbol) ?? 1) * everything.by })),
+  });
+}
+
+const BOUND = { timeoutMs: 10_000 };
+
+/** Live heap after a full collection (garbage would hide or fake growth). */
+function liveHeap(): number {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
+  return process.memoryUsage().heapUsed;
+}
+
+describe('GET /api/v2/crypto/stream (Server-Sent Events)', () => {
+  let t: TestApp;
+  let port: number;
+  const factor = new Map<string, number>();
+  const clients: SseClient[] = [];
+  const open = async (path: string, headers: Record<string, string> = {}): Promise<SseClient> => {
+    const c = await SseClient.open(port, path, headers);
+    clients.push(c);
+    return c;
+  };
+  const streamOf = (token: string, coins: string, extra = ''): string => `/api/v2/crypto/stream?coin=${coins}&currency=BRL&token=${token}${extra}`;
+  const rest = async (token: string, coins: string): Promise<CryptoJson> =>
+    (await t.app.inject({ url: `/api/v2/crypto?coin=${coins}&currency=BRL`, headers: { host: '127.0.0.1', authorization: `Bearer ${token}` } })).json<CryptoJson>();
+  const closeAll = async (): Promise<void> => {
+    for (const c of clients.splice(0)) c.close();
+    await waitFor(() => t.app.quotes.streams.stats().open === 0, { what: 'streams closed', ...BOUND });
+  };
+  const usageOf = async (tokenId: string): Promise<number> => {
+    await t.app.quotes.flushUsage();
+    return (await t.app.quotes.accounts.usage()).find((r) => r.tokenId === tokenId)?.count ?? 0;
+  };
+
+  before(async () => {
+    t = await makeTestApp({
+      plans: plansWith({ startup: { monthlyRequests: 3 } }),
+      settings: { QUOTES_STREAM_MAX_PER_TOKEN: '2', QUOTES_STREAM_HEARTBEAT: '5' },
+      wrapMarket: adjustable(factor, { by: 1 }),
+    });
+    await t.app.listen({ host: '127.0.0.1', port: 0 });
+    port = portOf(t.app.server.address());
+  });
+  after(async () => {
+    for (const c of clients) c.close();
+    await t.close();
+  });
+
+  test('auth and parameter failures answer in brapi\'s error shape before any stream opens', async () => {
+    const get = async (path: string) => {
+      const res = await fetch(`http://127.0.0.1:${port}${path}`);
+      const body: unknown = await res.json();
+      return { status: res.status, body };
+    };
+    assert.deepEqual(await get('/api/v2/crypto/stream?coin=BTC'), { status: 401, body: { error: true, message: 'Your token is invalid, please check your token' } });
+    assert.deepEqual(await get('/api/v2/crypto/stream?coin=BTC&token=qt_nope'), { status: 401, body: { error: true, message: 'Your token is invalid, please check your token' } });
+    assert.equal((await get(streamOf(t.tokens.free!, 'BTC'))).status, 403);
+    assert.deepEqual(await get(`/api/v2/crypto/stream?token=${t.tokens.pro}`), { status: 417, body: { error: true, message: 'Missing required parameter: `coin`' } });
+    assert.deepEqual(await get(streamOf(t.tokens.pro!, 'BTC,NOPE')), { status: 400, body: { error: true, message: 'Coin not found: NOPE' } });
+    const bearer = await SseClient.open(port, '/api/v2/crypto/stream?coin=BTC', { authorization: `Bearer ${t.tokens.pro}` });
+    clients.push(bearer);
+    assert.equal(bearer.status, 200, 'Authorization: Bearer works as well as ?token=');
+    assert.equal(t.app.quotes.streams.stats().open, 1, 'refused requests hold no stream');
+    await closeAll();
+  });
+
+  test('the first event is the current state: the same records as /api/v2/crypto', async () => {
+    const c = await open(streamOf(t.tokens.pro!, 'BTC,ETH'));
+    assert.equal(c.status, 200);
+    assert.match(c.headers['content-type'] ?? '', /^text\/event-stream/);
+    assert.equal(c.headers['cache-control'], 'no-store');
+    assert.equal(c.headers['x-data-source'], 'simulated');
+    assert.ok(c.headers['x-quota-remaining'] !== undefined, 'the opening request shows the quota');
+    await waitFor(() => c.quoteEvents().length >= 1, { what: 'first event', ...BOUND });
+    assert.equal(c.retry, 3000);
+    const first = c.quoteEvents()[0]!;
+    assert.match(first.id ?? '', /^[\w-]+\.\d+$/);
+    assert.deepEqual(first.coins, (await rest(t.tokens.pro!, 'BTC,ETH')).coins);
+    await closeAll();
+  });
+
+  test('a change reaches the stream at the next refresh; only the coins that changed are sent', async () => {
+    const c = await open(streamOf(t.tokens.pro!, 'BTC,ETH,SOL'));
+    await waitFor(() => c.quoteEvents().length >= 1, { what: 'first event', ...BOUND });
+    factor.set('BTC', 1.01);
+    await t.app.quotes.snapshots.refreshNow();
+    await waitFor(() => c.quoteEvents().length >= 2, { what: 'update after a refresh', ...BOUND });
+    const update = c.quoteEvents()[1]!;
+    assert.deepEqual(update.coins.map((x) => x.coin), ['BTC']);
+    assert.deepEqual(update.coins[0], (await rest(t.tokens.pro!, 'BTC')).coins[0]);
+    assert.ok(Number(update.id?.split('.')[1]) > Number(c.quoteEvents()[0]!.id?.split('.')[1]), 'event ids follow the snapshot version');
+
+    // Without anyone asking: time passing by one refresh interval (15 s) is enough, the stream
+    // hub refreshes the on-demand market itself while streams are open.
+    factor.set('ETH', 1.02);
+    t.clock.advance(15_000);
+    await waitFor(() => c.quoteEvents().length >= 3, { what: 'update after one refresh interval', ...BOUND });
+    const eth = c.quoteEvents()[2]!.coins.find((x) => x.coin === 'ETH');
+    assert.deepEqual(eth, (await rest(t.tokens.pro!, 'ETH')).coins[0]);
+    await closeAll();
+  });
+
+  test('heartbeat comments every QUOTES_STREAM_HEARTBEAT (5 s here) of clock time', async () => {
+    const c = await open(streamOf(t.tokens.pro!, 'BTC'));
+    await waitFor(() => c.quoteEvents().length >= 1, { what: 'first event', ...BOUND });
+    assert.equal(c.comments.length, 0);
+    t.clock.advance(5_000);
+    await waitFor(() => c.comments.some((x) => x.startsWith('heartbeat ')), { what: 'heartbeat', ...BOUND });
+    await closeAll();
+  });
+
+  test('Last-Event-ID resumes: only what changed since, nothing when nothing did, everything for an unknown id', async () => {
+    const c1 = await open(streamOf(t.tokens.pro!, 'BTC,ETH,SOL'));
+    await waitFor(() => c1.quoteEvents().length >= 1, { what: 'first event', ...BOUND });
+    const seen = c1.quoteEvents().at(-1)!.id!;
+    await closeAll();
+    const fanOuts = t.app.quotes.streams.stats().fanOuts;
+    factor.set('SOL', 1.05);
+    await t.app.quotes.snapshots.refreshNow();
+    await waitFor(() => t.app.quotes.streams.stats().fanOuts > fanOuts, { what: 'pairs followed while nobody listens', ...BOUND });
+
+    const c2 = await open(streamOf(t.tokens.pro!, 'BTC,ETH,SOL'), { 'Last-Event-ID': seen });
+    await waitFor(() => c2.quoteEvents().length >= 1, { what: 'resumed event', ...BOUND });
+    assert.deepEqual(c2.quoteEvents()[0]!.coins.map((x) => x.coin), ['SOL'], 'only SOL changed since the id');
+    const latest = c2.quoteEvents()[0]!.id!;
+
+    const c3 = await open(streamOf(t.tokens.pro!, 'BTC,ETH,SOL'), { 'Last-Event-ID': latest });
+    // A heartbeat is a fence: anything sent on opening arrived before it.
+    t.clock.advance(5_000);
+    await waitFor(() => c3.comments.length >= 1, { what: 'heartbeat on the resumed stream', ...BOUND });
+    assert.equal(c3.quoteEvents().length, 0, 'already current: nothing resent');
+    await closeAll();
+
+    const c4 = await open(streamOf(t.tokens.pro!, 'BTC,ETH,SOL'), { 'Last-Event-ID': 'another-run.1' });
+    await waitFor(() => c4.quoteEvents().length >= 1, { what: 'full state', ...BOUND });
+    assert.deepEqual(c4.quoteEvents()[0]!.coins.map((x) => x.coin).sort(), ['BTC', 'ETH', 'SOL']);
+    await closeAll();
+  });
+
+  test('QUOTES_STREAM_MAX_PER_TOKEN (2 here): the next one is 429 in brapi\'s shape, other tokens unaffected', async () => {
+    const a = await open(streamOf(t.tokens.pro!, 'BTC'));
+    await open(streamOf(t.tokens.pro!, 'ETH'));
+    assert.equal(a.status, 200);
+    const usageBefore = await usageOf(t.tokenIds.pro!);
+    const res = await fetch(`http://127.0.0.1:${port}${streamOf(t.tokens.pro!, 'SOL')}`);
+    assert.equal(res.status, 429);
+    assert.deepEqual(await res.json(), { error: true, message: 'Too many open streams for this token (limit 2); close one first' });
+    assert.equal(await usageOf(t.tokenIds.pro!), usageBefore, 'a refused stream is not counted');
+    const other = await open(streamOf(t.tokens.startup!, 'BTC'));
+    assert.equal(other.status, 200, 'the limit is per token');
+    a.close();
+    await waitFor(() => t.app.quotes.streams.openFor(t.tokenIds.pro!) === 1, { what: 'slot released', ...BOUND });
+    const again = await open(streamOf(t.tokens.pro!, 'SOL'));
+    assert.equal(again.status, 200);
+    await closeAll();
+  });
+
+  test('quota: one request at open and one per QUOTES_STREAM_CHARGE_INTERVAL; a refused charge ends the stream with an error event', async () => {
+    const id = t.tokenIds.startup!;
+    const start = await usageOf(id);
+    assert.ok(start <= 1, `startup token used ${start} of its 3 requests so far`);
+    const c = await open(streamOf(t.tokens.startup!, 'BTC'));
+    await waitFor(() => c.quoteEvents().length >= 1, { what: 'first event', ...BOUND });
+    assert.equal(await usageOf(id), start + 1, 'opening counts one request');
+    for (let n = start + 2; n <= 3; n++) {
+      t.clock.advance(60_000);
+      await waitFor(async () => (await usageOf(id)) === n, { what: `charged for minute ${n - start - 1}`, ...BOUND });
+    }
+    t.clock.advance(60_000);
+    await waitFor(() => c.events.some((e) => e.event === 'error') && c.ended, { what: 'stream ended by the quota', ...BOUND });
+    const err = JSON.parse(c.events.find((e) => e.event === 'error')!.data) as Record<string, unknown>;
+    assert.deepEqual(err, { error: true, message: 'You have reached the request limit of your plan. Please consider upgrading to a better plan', status: 402 });
+    assert.equal(await usageOf(id), 3, 'the refused charge is not counted');
+    const res = await fetch(`http://127.0.0.1:${port}${streamOf(t.tokens.startup!, 'BTC')}`);
+    assert.equal(res.status, 402);
+    await closeAll();
+  });
+});
+
+describe('stream bounds', () => {
+  test('a client that stops reading holds at most QUOTES_STREAM_BUFFER_BYTES plus one event; stalled, it is closed', async () => {
+    const everything = { by: 1 };
+    const t = await makeTestApp({ settings: { QUOTES_STREAM_BUFFER_BYTES: '4096', QUOTES_STREAM_STALL_TIMEOUT: '30' }, wrapMarket: adjustable(new Map(), everything) });
+    try {
+      await t.app.listen({ host: '127.0.0.1', port: 0 });
+      const port = portOf(t.app.server.address());
+      const coins = ((await t.app.inject({ url: '/api/v2/crypto/available', headers: { authorization: `Bearer ${t.tokens.pro}` } })).json<{ coins: string[] }>()).coins.slice(0, 20);
+      const c = await SseClient.open(port, `/api/v2/crypto/stream?coin=${coins.join(',')}&token=${t.tokens.pro}`);
+      try {
+        await waitFor(() => c.quoteEvents().length >= 1, { what: 'first event', ...BOUND });
+        const eventBytes = Buffer.byteLength(c.events[0]!.data) + 64;
+        c.pause();
+        const hub = t.app.quotes.streams;
+        const heapBefore = liveHeap();
+        // Every refresh changes all 20 coins: each would be one ~eventBytes event for this client,
+        // ~25 MB in all, far more than the kernel's socket buffers take.
+        let rounds = 0;
+        while (rounds < 2500) {
+          everything.by = 1 + ++rounds * 1e-7;
+          await t.app.quotes.snapshots.refreshNow();
+          await turn();
+        }
+        await waitFor(() => hub.stats().coalesced > 200, { what: 'updates coalesced once the client fell behind', ...BOUND });
+        const produced = rounds * eventBytes;
+        const buffered = hub.bufferedBytes()[0] ?? 0;
+        const heapGrowth = liveHeap() - heapBefore;
+        console.log(`# slow consumer: ${rounds} refreshes, ~${(produced / 1e6).toFixed(1)} MB of events produced, ${buffered} B held for the client, ${hub.stats().coalesced} updates coalesced, heap ${(heapGrowth / 1e6).toFixed(1)} MB`);
+        assert.ok(buffered <= 4096 + eventBytes, `held ${buffered} B for a paused client (bound 4096 + one ${eventBytes} B event)`);
+        assert.ok(heapGrowth < produced / 10, `heap grew ${heapGrowth} B while ${produced} B of events were produced`);
+        assert.equal(hub.stats().open, 1, 'behind is not yet stalled');
+        t.clock.advance(30_000);
+        await waitFor(() => hub.stats().closed.stalled === 1 && hub.stats().open === 0, { what: 'stalled stream closed', ...BOUND });
+      } finally {
+        c.close();
+      }
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('QUOTES_STREAM_MAX_TOTAL: 503 with Retry-After past the server cap; lifetime bound; shutdown ends open streams', async () => {
+    const t = await makeTestApp({ settings: { QUOTES_STREAM_MAX_TOTAL: '2', QUOTES_STREAM_MAX_LIFETIME: '60' } });
+    let closed = false;
+    const clients: SseClient[] = [];
+    try {
+      await t.app.listen({ host: '127.0.0.1', port: 0 });
+      const port = portOf(t.app.server.address());
+      for (const coin of ['BTC', 'ETH']) clients.push(await SseClient.open(port, `/api/v2/crypto/stream?coin=${coin}&token=${t.tokens.pro}`));
+      const res = await fetch(`http://127.0.0.1:${port}/api/v2/crypto/stream?coin=SOL&token=${t.tokens.startup}`);
+      assert.equal(res.status, 503);
+      assert.equal(res.headers.get('retry-after'), '5');
+      assert.deepEqual(await res.json(), { error: true, message: 'The server has too many open streams, please retry shortly' });
+      t.clock.advance(60_000);
+      await waitFor(() => t.app.quotes.streams.stats().closed.lifetime === 2, { what: 'lifetime bound', ...BOUND });
+      await waitFor(() => clients.every((c) => c.ended), { what: 'clients see the end', ...BOUND });
+      const last = await SseClient.open(port, `/api/v2/crypto/stream?coin=BTC&token=${t.tokens.pro}`);
+      clients.push(last);
+      await waitFor(() => last.quoteEvents().length >= 1, { what: 'first event', ...BOUND });
+      const started = Date.now();
+      await t.close();
+      closed = true;
+      assert.ok(Date.now() - started < 5000, 'an open stream does not hold the shutdown');
+      await waitFor(() => last.ended, { what: 'stream ended by the shutdown', ...BOUND });
+    } finally {
+      for (const c of clients) c.close();
+      if (!closed) await t.close();
+    }
+  });
+});
