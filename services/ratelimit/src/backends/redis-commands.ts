@@ -168,44 +168,81 @@ export class RawReplies implements ReplyHandler {
 //   fixed_window    INCRBY key addend, EXPIRE key ttl                  (2 replies)
 //   sliding_window  INCRBY key addend, EXPIRE key ttl, GET previousKey (3 replies; the two keys
 //                   need not share a cluster slot: no command spans them)
-//   token_bucket    EVALSHA <sha> 1 key nowUs emissionUs toleranceUs addend (1 reply)
+//   token_bucket    EVALSHA <sha> 1 key nowUs costUs toleranceUs fullNext fullTtlMs (1 reply)
 //
 // The token bucket is GCRA (counter-store.ts, BucketParams) run by the Lua script below, atomic
-// per key. Redis's Lua 5.1 numbers are doubles: every value stays an exact integer below 2^53
-// (a TAT near 1.8e15 µs), and the script formats what it stores with %.0f, because Lua's own
-// number→string conversion (%.14g) would round a 16-digit TAT. It never assumes the caller and
-// Redis share a clock: `nowUs` comes from the caller. A stored value that is not a number reads
-// as a saturated (full) bucket and is left alone, as an unreadable counter reads saturated (a
-// pattern check for digits costs more than the rest of the arithmetic; tonumber suffices).
-// A TAT above 2^53 − 1 is stored and returned as 2^53 − 1 (SATURATED_COUNT), like a counter, so
-// Redis's integer reply (a C long long cast) never sees an out-of-range double; the TTL is capped
-// at 2^50 ms for the same reason (PSETEX must not overflow Redis's clock arithmetic).
+// per key. It never assumes the caller and Redis share a clock: `nowUs` comes from the caller.
+// Redis's Lua 5.1 numbers are doubles: every value stays an exact integer below 2^53 (a TAT near
+// 1.8e15 µs). The script is shaped by what costs Redis CPU (measured: docs/ratelimit.md,
+// "Algorithms on each store"): number→string conversions (`%.0f`, or Redis's `%.17g` for a number
+// passed to redis.call, 0.4–0.7 µs each), string→number ones (0.2 µs), and each redis.call
+// (0.4 µs, a write ~1 µs). So:
+// - The caller sends what does not depend on the stored TAT as ready strings: costUs, and for a
+//   full bucket (missing key, or a TAT not after now) the next TAT and its TTL in ms (`fullNext`,
+//   empty when even a full bucket refuses: then the script only reads). Nothing else is formatted.
+// - `INCRBY key costUs` first: Redis adds in integers and answers the new TAT, old = new − cost.
+//   Old not after now: a full bucket, `SET key fullNext PX fullTtlMs` (reply 0). Otherwise
+//   admitted: `PEXPIRE key ceil((new − now) / 1000)` (`%d`, exact below 2^63, where Lua's own
+//   number→string keeps 14 digits); refused: `DECRBY key costUs` puts the value back (its TTL
+//   untouched). Atomic like the whole script; the hot paths cost two commands and no GET.
+// - A value INCRBY refuses (not a canonical integer, e.g. "1.7e15" or garbage), or a sum past
+//   2^53 − 1 (undone with DECRBY), takes the general path: GET, tonumber, and a SET with `%d`.
+// - The reply is one integer: 0 admitted at fullNext; n > 0 admitted, n the new TAT; −1 − TAT
+//   refused (the key unchanged). No table, one number to parse.
+// A stored value that is not a number reads as a saturated (full) bucket and is left alone, as an
+// unreadable counter reads saturated (tonumber is the check; a digit pattern costs more). A TAT
+// above 2^53 − 1 is stored and answered as 2^53 − 1 (SATURATED_COUNT), like a counter, so Redis's
+// integer reply (a C long long cast) never sees an out-of-range double; the TTL is capped at
+// 2^50 ms for the same reason (PX must not overflow Redis's clock arithmetic).
 // ---------------------------------------------------------------------------------------------
 
-/** GCRA on one key. KEYS[1] = TAT key; ARGV = nowUs, emissionUs, toleranceUs, addend. Reply {value, admitted 0|1}. */
-export const BUCKET_SCRIPT = `local cap = 9007199254740991
+/**
+ * GCRA on one key. KEYS[1] = TAT key; ARGV = nowUs, costUs (emissionUs × addend), toleranceUs,
+ * fullNext ('' when a full bucket refuses), fullTtlMs. Reply: 0 | next TAT > 0 | −1 − TAT (refused).
+ */
+export const BUCKET_SCRIPT = `local cost = ARGV[2]
+if ARGV[4] ~= '' then
+  local r = redis.pcall('INCRBY', KEYS[1], cost)
+  if type(r) == 'number' then
+    if r <= 9007199254740991 then
+      local now = tonumber(ARGV[1])
+      local old = r - tonumber(cost)
+      if old <= now then
+        redis.call('SET', KEYS[1], ARGV[4], 'PX', ARGV[5])
+        return 0
+      end
+      local used = r - now
+      if used > tonumber(ARGV[3]) then
+        redis.call('DECRBY', KEYS[1], cost)
+        return -1 - old
+      end
+      redis.call('PEXPIRE', KEYS[1], string.format('%d', math.ceil(used / 1000)))
+      return r
+    end
+    redis.call('DECRBY', KEYS[1], cost)
+  end
+end
 local now = tonumber(ARGV[1])
-local emission = tonumber(ARGV[2])
-local tolerance = tonumber(ARGV[3])
-local addend = tonumber(ARGV[4])
-local tat = now
 local raw = redis.call('GET', KEYS[1])
 if raw then
-  local stored = tonumber(raw)
-  if stored == nil or stored ~= stored then return {cap, 0} end
-  if stored > tat then tat = stored end
+  local tat = tonumber(raw)
+  if tat == nil or tat ~= tat then return -9007199254740992 end
+  if tat > now then
+    local nxt = tat + tonumber(cost)
+    if nxt - now > tonumber(ARGV[3]) then
+      if tat > 9007199254740991 then return -9007199254740992 end
+      return -1 - tat
+    end
+    local ttl = math.ceil((nxt - now) / 1000)
+    if ttl > 1125899906842624 then ttl = 1125899906842624 end
+    if nxt > 9007199254740991 then nxt = 9007199254740991 end
+    redis.call('SET', KEYS[1], string.format('%d', nxt), 'PX', string.format('%d', ttl))
+    return nxt
+  end
 end
-local nxt = tat + emission * addend
-if nxt - now > tolerance then
-  if tat > cap then tat = cap end
-  return {tat, 0}
-end
-local ttl = math.ceil((nxt - now) / 1000)
-if ttl < 1 then ttl = 1 end
-if ttl > 1125899906842624 then ttl = 1125899906842624 end
-if nxt > cap then nxt = cap end
-redis.call('PSETEX', KEYS[1], string.format('%.0f', ttl), string.format('%.0f', nxt))
-return {nxt, 1}
+if ARGV[4] == '' then return -1 - now end
+redis.call('SET', KEYS[1], ARGV[4], 'PX', ARGV[5])
+return 0
 `;
 
 /** SHA-1 of BUCKET_SCRIPT, the name EVALSHA calls it by. */
@@ -237,20 +274,55 @@ export function opCommands(op: CounterOp, viaEval = false): KeyedCommand[] {
 }
 
 const bulk = (s: string): string => `$${Buffer.byteLength(s)}\r\n${s}\r\n`;
-// The fixed head of the call: 8 parts, command, script (hash or body), one key.
-const EVALSHA_HEAD = `*8\r\n${bulk('EVALSHA')}${bulk(BUCKET_SCRIPT_SHA)}${bulk('1')}`;
-const EVAL_HEAD = `*8\r\n${bulk('EVAL')}${bulk(BUCKET_SCRIPT)}${bulk('1')}`;
-/** Integers as bulk strings; numbers are ASCII, so length = string length. */
-const num = (n: number): string => {
-  const t = String(n);
-  return `$${t.length}\r\n${t}\r\n`;
-};
+// The fixed head of the call: 9 parts, command, script (hash or body), one key.
+const EVALSHA_HEAD = `*9\r\n${bulk('EVALSHA')}${bulk(BUCKET_SCRIPT_SHA)}${bulk('1')}`;
+const EVAL_HEAD = `*9\r\n${bulk('EVAL')}${bulk(BUCKET_SCRIPT)}${bulk('1')}`;
+/** ASCII text (numbers) as a bulk string: length = string length. */
+const ascii = (t: string): string => `$${t.length}\r\n${t}\r\n`;
+const EMPTY_BULK = '$0\r\n\r\n';
+const MAX_TTL_MS = 2 ** 50;
 
-/** `EVALSHA <sha> 1 key nowUs emissionUs toleranceUs addend` (or EVAL with the body); throws StoreError on bad parameters. */
+/**
+ * What a full bucket (no TAT after now) does, computed as the script would in doubles: the next
+ * TAT (capped at SATURATED_COUNT), or undefined when even a full bucket refuses.
+ */
+function fullBucketNext(b: BucketParams, addend: number): number | undefined {
+  const nxt = b.nowUs + b.emissionUs * addend;
+  if (nxt - b.nowUs > b.toleranceUs) return undefined;
+  return nxt < SATURATED_COUNT ? nxt : SATURATED_COUNT;
+}
+
+// The arguments after the key for the last parameters seen: under load, consecutive calls for one
+// rule share them (the clock has whole-ms resolution), so most calls skip five number→string conversions.
+let lastNow = -1;
+let lastEmission = -1;
+let lastTolerance = -1;
+let lastAddend = -1;
+let lastTail = '';
+
+/** `EVALSHA <sha> 1 key nowUs costUs toleranceUs fullNext fullTtlMs` (or EVAL with the body); throws StoreError on bad parameters. */
 export function encodeBucketCall(op: CounterOp, viaEval = false): string {
   checkBucketOp(op);
   const b = op.bucket as BucketParams;
-  return (viaEval ? EVAL_HEAD : EVALSHA_HEAD) + bulk(op.key) + num(b.nowUs) + num(b.emissionUs) + num(b.toleranceUs) + num(op.addend);
+  const head = (viaEval ? EVAL_HEAD : EVALSHA_HEAD) + bulk(op.key);
+  if (b.nowUs === lastNow && b.emissionUs === lastEmission && b.toleranceUs === lastTolerance && op.addend === lastAddend) return head + lastTail;
+  const cost = b.emissionUs * op.addend;
+  const nxt = b.nowUs + cost;
+  let full = EMPTY_BULK;
+  let ttl = '1';
+  if (!(nxt - b.nowUs > b.toleranceUs)) {
+    full = ascii(String(nxt < SATURATED_COUNT ? nxt : SATURATED_COUNT));
+    ttl = String(Math.min(MAX_TTL_MS, Math.max(1, Math.ceil((nxt - b.nowUs) / 1000))));
+  }
+  // String(cost) may use exponent notation past 1e21: then INCRBY refuses it and the script's
+  // general path reads it with tonumber, which gives back the same double.
+  const tail = ascii(String(b.nowUs)) + ascii(String(cost)) + ascii(String(b.toleranceUs)) + full + ascii(ttl);
+  lastNow = b.nowUs;
+  lastEmission = b.emissionUs;
+  lastTolerance = b.toleranceUs;
+  lastAddend = op.addend;
+  lastTail = tail;
+  return head + tail;
 }
 
 const isCount = (n: number): boolean => Number.isSafeInteger(n) && n >= 0;
@@ -261,6 +333,16 @@ function checkBucketOp(op: CounterOp): void {
   if (!isCount(op.addend) || !isCount(b.nowUs) || !isCount(b.toleranceUs) || !Number.isSafeInteger(b.emissionUs) || b.emissionUs < 1) {
     throw new StoreError(`redis: invalid token bucket op for ${op.key} (addend ${op.addend}, nowUs ${b.nowUs}, emissionUs ${b.emissionUs}, toleranceUs ${b.toleranceUs})`);
   }
+}
+
+/** The script's integer reply as an op result (see BUCKET_SCRIPT). */
+function bucketResult(op: CounterOp, reply: number): OpResult {
+  if (reply < 0) return { value: saturate(-1 - reply), admitted: false };
+  if (reply > 0) return { value: saturate(reply), admitted: true };
+  const full = fullBucketNext(op.bucket as BucketParams, op.addend);
+  // 0 is only answered when the caller sent fullNext, i.e. when `full` is defined.
+  if (full === undefined) throw new StoreError(`redis error: bucket script answered 0 for ${op.key}, which a full bucket refuses`);
+  return { value: full, admitted: true };
 }
 
 /** The commands of every op, joined (single Redis and Sentinel: one write). */
@@ -308,7 +390,7 @@ export function opResult(op: CounterOp, replies: readonly RespReply[], at: numbe
   const first = replies[at] ?? null;
   if (op.bucket !== undefined) {
     if (isNoScript(first)) return NOSCRIPT;
-    if (Array.isArray(first) && typeof first[0] === 'number' && (first[1] === 0 || first[1] === 1)) return { value: saturate(first[0]), admitted: first[1] === 1 };
+    if (typeof first === 'number') return bucketResult(op, first);
     throw storeError(first);
   }
   let value: number;
@@ -319,6 +401,60 @@ export function opResult(op: CounterOp, replies: readonly RespReply[], at: numbe
   if (typeof expire !== 'number') throw storeError(expire);
   if (op.previousKey === undefined) return { value };
   return { value, previous: previousCount(replies[at + 2] ?? null) };
+}
+
+/**
+ * Decodes the replies of `encodeExecute(ops)` op by op as they arrive (single Redis and Sentinel,
+ * one connection, replies in op order), without collecting them first. Resolves with the results
+ * and the indexes of the ops that met NOSCRIPT (their slots in `out` unset), or rejects with the
+ * first error once every reply has arrived (the connection stays aligned).
+ */
+export class ExecuteReplies implements ReplyHandler {
+  deadline = 0;
+  private got = 0;
+  private op = 0;
+  /** Replies of the current op so far (fixed and sliding ops have 2 or 3). */
+  private readonly pending: RespReply[] = [];
+  private missing: number[] | undefined;
+  private error: StoreError | undefined;
+  readonly out: OpResult[];
+
+  constructor(
+    private readonly ops: readonly CounterOp[],
+    private readonly expected: number,
+    private readonly resolve: (out: OpResult[], missing: number[] | undefined) => void,
+    private readonly reject: (err: StoreError) => void,
+  ) {
+    this.out = new Array<OpResult>(ops.length);
+  }
+
+  accept(reply: RespReply): boolean {
+    this.got++;
+    const op = this.ops[this.op] as CounterOp;
+    const pending = this.pending;
+    pending.push(reply);
+    if (pending.length === opReplyCount(op)) {
+      if (this.error === undefined) {
+        try {
+          const r = opResult(op, pending, 0);
+          if (r === NOSCRIPT) (this.missing ??= []).push(this.op);
+          else this.out[this.op] = r;
+        } catch (err) {
+          this.error = err instanceof StoreError ? err : new StoreError(String(err));
+        }
+      }
+      pending.length = 0;
+      this.op++;
+    }
+    if (this.got < this.expected) return false;
+    if (this.error !== undefined) this.reject(this.error);
+    else this.resolve(this.out, this.missing);
+    return true;
+  }
+
+  fail(err: StoreError): void {
+    this.reject(err);
+  }
 }
 
 /**

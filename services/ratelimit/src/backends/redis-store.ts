@@ -6,9 +6,8 @@
 import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 import { StoreError, type Algorithm, type CounterOp, type CounterStore, type OpResult, type RandomSource, type StatsStore } from '@rls/engine';
 import { ConnectionPool, type OnEmptyBehavior, type StoreLogger } from './connection-pool.js';
-import { encodeCommand, encodeExecute, encodeIncrements, IncrementReplies, MgetReply, opResults, RawReplies } from './redis-commands.js';
+import { encodeCommand, encodeExecute, encodeIncrements, ExecuteReplies, IncrementReplies, MgetReply } from './redis-commands.js';
 import type { RespEndpoint } from './resp-connection.js';
-import type { RespReply } from './resp-parser.js';
 
 export type { StoreLogger } from './connection-pool.js';
 
@@ -115,30 +114,55 @@ export function getVia(pool: ConnectionPool, keys: readonly string[]): Promise<n
 /** What every Redis mode runs: sliding window by INCRBY+EXPIRE+GET, token bucket by a Lua script. */
 export const REDIS_ALGORITHMS: ReadonlySet<Algorithm> = new Set<Algorithm>(['fixed_window', 'sliding_window', 'token_bucket']);
 
-function sendRaw(pool: ConnectionPool, text: string, count: number): Promise<RespReply[]> {
-  return new Promise((resolve, reject) => pool.send(text, new RawReplies(count, resolve, reject)));
-}
-
 /**
  * CounterStore.execute through `pool`: every op's commands in one pipelined round trip
- * (redis-commands.ts). Bucket ops call the script by its hash; when Redis answers NOSCRIPT (its
- * script cache was flushed, or the node restarted or took over), those ops (which did not run)
- * are sent again with EVAL, which also reloads the script: one extra round trip, once.
- * (Should one request carry the same bucket key twice while another client reloads the script
- * between them, the retried op runs after the later one: both still run exactly once.)
+ * (redis-commands.ts), decoded as the replies arrive. Bucket ops call the script by its hash; when
+ * Redis answers NOSCRIPT (its script cache was flushed, or the node restarted or took over), those
+ * ops (which did not run) are sent again with EVAL, which also reloads the script: one extra round
+ * trip, once. (Should one request carry the same bucket key twice while another client reloads
+ * the script between them, the retried op runs after the later one: both still run exactly once.)
  */
-export async function executeVia(pool: ConnectionPool, ops: readonly CounterOp[]): Promise<OpResult[]> {
-  if (ops.length === 0) return [];
-  const first = encodeExecute(ops);
-  const out = new Array<OpResult>(ops.length);
-  const missing = opResults(ops, await sendRaw(pool, first.text, first.replies), out);
-  if (missing === undefined) return out;
+export function executeVia(pool: ConnectionPool, ops: readonly CounterOp[]): Promise<OpResult[]> {
+  if (ops.length === 0) return Promise.resolve([]);
+  return new Promise((resolve, reject) => {
+    const first = encodeExecute(ops);
+    pool.send(
+      first.text,
+      new ExecuteReplies(
+        ops,
+        first.replies,
+        (out, missing) => {
+          if (missing === undefined) resolve(out);
+          else retryWithEval(pool, ops, out, missing).then(resolve, reject);
+        },
+        reject,
+      ),
+    );
+  });
+}
+
+/** The NOSCRIPT ops of `ops` again, with EVAL; fills their slots of `out`. */
+function retryWithEval(pool: ConnectionPool, ops: readonly CounterOp[], out: OpResult[], missing: readonly number[]): Promise<OpResult[]> {
   const retryOps = missing.map((i) => ops[i] as CounterOp);
-  const again = encodeExecute(retryOps, true);
-  const retried = new Array<OpResult>(retryOps.length);
-  if (opResults(retryOps, await sendRaw(pool, again.text, again.replies), retried) !== undefined) throw new StoreError('redis error: NOSCRIPT after EVAL');
-  missing.forEach((i, j) => (out[i] = retried[j] as OpResult));
-  return out;
+  return new Promise((resolve, reject) => {
+    const again = encodeExecute(retryOps, true);
+    pool.send(
+      again.text,
+      new ExecuteReplies(
+        retryOps,
+        again.replies,
+        (retried, stillMissing) => {
+          if (stillMissing !== undefined) {
+            reject(new StoreError('redis error: NOSCRIPT after EVAL'));
+            return;
+          }
+          missing.forEach((i, j) => (out[i] = retried[j] as OpResult));
+          resolve(out);
+        },
+        reject,
+      ),
+    );
+  });
 }
 
 export class RedisStore implements CounterStore {

@@ -171,6 +171,30 @@ export function runAlgorithmStoreCases(name: string, make: () => Promise<Algorit
         assert.deepEqual(await exec(h, [bucket('huge', 2 ** 13 - 1, huge)]), [{ value: SATURATED_COUNT, admitted: false }]);
       }));
 
+    test('token bucket: a refusal leaves value and TTL as they were; a TAT written in another notation still counts exactly', () =>
+      withStore(async (h) => {
+        const t = 1_700_000_000_000_000;
+        for (let i = 1; i <= 5; i++) await exec(h, [bucket('keep', 1, burst5(t))]);
+        const before = await h.pttl('keep');
+        assert.deepEqual(await exec(h, [bucket('keep', 1, burst5(t + 1))]), [{ value: t + 5 * E, admitted: false }]);
+        assert.equal(await h.raw('keep'), String(t + 5 * E));
+        const after = await h.pttl('keep');
+        assert.ok(after <= before && after > before - 1_000, `TTL kept: ${before} then ${after}`);
+        // "1.7e15 + 2E" as a float literal: a number to tonumber, not an integer to INCRBY.
+        const planted = t + 2 * E;
+        await h.plant('notation', `${planted / 1e15}e15`);
+        assert.deepEqual(await exec(h, [bucket('notation', 1, burst5(t))]), [{ value: planted + E, admitted: true }]);
+        assert.equal(await h.raw('notation'), String(planted + E));
+        const ttl = await h.pttl('notation');
+        assert.ok(ttl <= 3 * E / 1000 && ttl > 3 * E / 1000 - 1_000, `pttl ${ttl}`);
+        assert.deepEqual(await exec(h, [bucket('notation', 3, burst5(t))]), [{ value: planted + E, admitted: false }]);
+        // A plain integer TAT after now goes through INCRBY; one far past now is refused.
+        await h.plant('int', String(t + 4 * E));
+        assert.deepEqual(await exec(h, [bucket('int', 1, burst5(t))]), [{ value: t + 5 * E, admitted: true }]);
+        assert.deepEqual(await exec(h, [bucket('int', 1, burst5(t))]), [{ value: t + 5 * E, admitted: false }]);
+        assert.equal(await h.raw('int'), String(t + 5 * E));
+      }));
+
     test('token bucket: parameters that are not exact integers are refused with StoreError; nothing is written', () =>
       withStore(async (h) => {
         for (const [addend, b] of [
