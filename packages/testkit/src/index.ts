@@ -38,3 +38,4 @@ export { startFakeEcb, type FakeEcb, type FakeEcbOptions } from './fake-ecb.js';
 export * from './h2-raw.js';
 export * from './property-support.js';
 export { assertMayStartServers, tierOfTestFile, UnitTierViolation, TEST_TIER_ENV, type TestTier } from './tier-guard.js';
+export { pngVariety } from './png.js';

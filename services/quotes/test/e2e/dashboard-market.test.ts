@@ -4,8 +4,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { inflateSync } from 'node:zlib';
-import { tempDir, waitFor } from '@rls/testkit';
+import { pngVariety, tempDir, waitFor } from '@rls/testkit';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { makeDashboardApp, type DashboardApp } from '../support/dashboard-support.js';
 
@@ -16,23 +15,6 @@ const quotesRoot = new URL('../..', import.meta.url).pathname;
 const SHOTS = new URL('../../../../test-output/screenshots/quotes/', import.meta.url).pathname;
 const PASSWORD = 'a long enough password';
 const BOUND = { timeoutMs: 30_000 };
-
-/** Distinct byte values of a PNG's decompressed pixel rows (a blank image gives very few). */
-function pngVariety(png: Buffer): { width: number; height: number; distinct: number } {
-  let off = 8;
-  const idat: Buffer[] = [];
-  let width = 0;
-  let height = 0;
-  while (off < png.length) {
-    const len = png.readUInt32BE(off);
-    const type = png.subarray(off + 4, off + 8).toString('latin1');
-    const data = png.subarray(off + 8, off + 8 + len);
-    if (type === 'IHDR') [width, height] = [data.readUInt32BE(0), data.readUInt32BE(4)];
-    if (type === 'IDAT') idat.push(data);
-    off += 12 + len;
-  }
-  return { width, height, distinct: new Set(inflateSync(Buffer.concat(idat))).size };
-}
 
 const num = (text: string | null): number => Number((text ?? '').replace(/[^0-9.-]/g, ''));
 

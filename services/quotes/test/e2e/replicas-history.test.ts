@@ -10,26 +10,20 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import {
-  freePort,
-  GiveUp,
-  spawnManaged,
   startFakeBinance,
   startPostgres,
   tempDir,
   waitFor,
   type FakeBinance,
   type FakeKline,
-  type FakeTicker,
-  type Managed,
   type PostgresServer,
 } from '@rls/testkit';
 import { AccountService } from '../../src/accounts/account-service.js';
 import { loadPlans } from '../../src/accounts/plans.js';
 import { openPostgresStore } from '../../src/store/postgres-store.js';
 import type { KyselyStore } from '../../src/store/kysely-store.js';
+import { ingestLease, startReplicaProcess, ticker, waitHealthy, type ReplicaProcess } from './replica-process.js';
 
-const CLI = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
-const ROOT = fileURLToPath(new URL('../../../..', import.meta.url));
 const PLANS = fileURLToPath(new URL('../../plans.json', import.meta.url));
 
 const LEASE_MS = 2000;
@@ -43,19 +37,10 @@ const COINS = [
 ];
 const PATHS = ['/api/v2/crypto?coin=BTC,ETH,SOL&range=1d&interval=1h', '/api/v2/crypto?coin=BTC,ETH,SOL&range=5d&interval=1d', '/api/v2/crypto?coin=ETH&range=5d&interval=1d&currency=USD', '/api/v2/crypto?coin=SOL&range=1d&interval=1h&currency=EUR'];
 
-interface Replica {
-  name: string;
-  role: 'all' | 'api';
-  url: string;
-  proc: Managed;
+interface Replica extends ReplicaProcess {
   /** The fake exchange only this replica talks to. */
   exchange: FakeBinance;
 }
-
-const ticker = (symbol: string, lastPrice: number): FakeTicker => {
-  const now = Date.now();
-  return { symbol, lastPrice, openPrice: lastPrice * 0.98, highPrice: lastPrice * 1.01, lowPrice: lastPrice * 0.97, volume: 10, quoteVolume: 10 * lastPrice, openTime: now - DAY_MS, closeTime: now };
-};
 
 /** Candles of `stepMs` from `count` buckets ago through the next two buckets (the exchange publishes the in-progress one; later ones are never served as closed). */
 function klines(price: number, stepMs: number, count: number): FakeKline[] {
@@ -91,53 +76,29 @@ describe('history on three replicas: one asks the exchange, all serve the databa
   }
 
   async function startReplica(name: string, role: Replica['role']): Promise<Replica> {
-    const port = await freePort();
     const exchange = await fakeExchange();
-    const env = {
-      ...process.env,
-      DATABASE_URL: pgs.urlFor('quotes'),
-      QUOTES_ROLE: role,
-      QUOTES_HOST: '127.0.0.1',
-      QUOTES_PORT: String(port),
-      QUOTES_LOG_LEVEL: 'warn',
-      QUOTES_PLANS_FILE: join(dir.path, 'plans.json'),
-      QUOTES_LEADER_LEASE: String(LEASE_MS / 1000),
-      QUOTES_STATE_POLL_INTERVAL: String(POLL_MS / 1000),
-      // Burst limits are not under test here (replicas.test.ts runs them in the ratelimit service).
-      RATELIMIT_ENABLED: 'false',
-      MARKET_SOURCE: 'exchange',
-      MARKET_EXCHANGES: 'binance',
-      MARKET_EXCHANGE_URL_BINANCE: exchange.url,
-      PUBLIC_BASE_URL: 'https://quotes.example.test',
-      MARKET_REFRESH_INTERVAL: '1',
-      MARKET_RATE_LIMIT_MS: '0',
-      MARKET_RETRY_ATTEMPTS: '1',
-      FX_SOURCE: 'simulated',
-      HISTORY_BACKFILL: 'true',
-      HISTORY_BACKFILL_WINDOWS: '1h:3d,1d:10d',
-    };
-    const proc = spawnManaged(process.execPath, ['--conditions=source', '--import', 'tsx', CLI, 'serve'], { cwd: ROOT, env });
-    const r: Replica = { name, role, url: `http://127.0.0.1:${port}`, proc, exchange };
-    replicas.push(r);
-    return r;
-  }
-
-  async function healthy(r: Replica): Promise<void> {
-    await waitFor(
-      async () => {
-        if (r.proc.proc.exitCode !== null) throw new GiveUp(`${r.name} exited early:\n${r.proc.output()}`);
-        const res = await fetch(`${r.url}/health`).catch(() => undefined);
-        if (res === undefined) return false;
-        return ((await res.json()) as { status: string }).status === 'ok';
+    const r = await startReplicaProcess(name, role, {
+      databaseUrl: pgs.urlFor('quotes'),
+      plansFile: join(dir.path, 'plans.json'),
+      exchangeUrl: exchange.url,
+      leaseMs: LEASE_MS,
+      pollMs: POLL_MS,
+      env: {
+        // Burst limits are not under test here (replicas.test.ts runs them in the ratelimit service).
+        RATELIMIT_ENABLED: 'false',
+        MARKET_REFRESH_INTERVAL: '1',
+        HISTORY_BACKFILL: 'true',
+        HISTORY_BACKFILL_WINDOWS: '1h:3d,1d:10d',
       },
-      { what: `${r.name} serving fresh market data`, timeoutMs: 60_000, intervalMs: 100 },
-    );
+    });
+    const replica: Replica = { ...r, exchange };
+    replicas.push(replica);
+    return replica;
   }
 
-  const leaderPid = async (): Promise<number | undefined> => {
-    const row = (await sql.query<{ holder: string }>(`SELECT holder FROM cluster_lease WHERE name = 'ingest' AND expires_at > (extract(epoch from clock_timestamp()) * 1000)::bigint`)).rows[0];
-    return row === undefined ? undefined : Number(row.holder.split(':')[1]);
-  };
+  const healthy = waitHealthy;
+
+  const leaderPid = async (): Promise<number | undefined> => (await ingestLease(sql))?.pid;
 
   before(async () => {
     pgs = await startPostgres();

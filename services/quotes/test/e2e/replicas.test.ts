@@ -8,8 +8,6 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import {
-  freePort,
-  GiveUp,
   spawnManaged,
   startFakeBinance,
   startPostgres,
@@ -17,8 +15,6 @@ import {
   tempDir,
   waitFor,
   type FakeBinance,
-  type FakeTicker,
-  type Managed,
   type PostgresServer,
   type RedisServer,
 } from '@rls/testkit';
@@ -31,6 +27,7 @@ import { shippedRulesDir } from '../../src/ratelimit/create-gate.js';
 import { openPostgresStore } from '../../src/store/postgres-store.js';
 import type { KyselyStore } from '../../src/store/kysely-store.js';
 import { rulesTree, startRateLimit, type RateLimitProcess, type RulesTree } from './ratelimit-process.js';
+import { ingestLease, startReplicaProcess, ticker, waitHealthy, type ReplicaProcess } from './replica-process.js';
 
 const CLI = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../../..', import.meta.url));
@@ -44,18 +41,7 @@ const POLL_MS = 200;
 const FAILOVER_BOUND_MS = LEASE_MS * 1.2 + REFRESH_S * 1000 + 1000;
 const TINY_QUOTA = 12;
 
-interface Replica {
-  name: string;
-  role: 'all' | 'api';
-  port: number;
-  url: string;
-  proc: Managed;
-}
-
-const ticker = (symbol: string, lastPrice: number): FakeTicker => {
-  const now = Date.now();
-  return { symbol, lastPrice, openPrice: lastPrice * 0.98, highPrice: lastPrice * 1.01, lowPrice: lastPrice * 0.97, volume: 10, quoteVolume: 10 * lastPrice, openTime: now - 86_400_000, closeTime: now };
-};
+type Replica = ReplicaProcess;
 
 describe('ClusterStore contract (PostgreSQL)', () => {
   let pgs: PostgresServer;
@@ -99,56 +85,31 @@ describe('three quotes replicas on one PostgreSQL, one fake exchange, the rateli
   const tickerCalls = (): number => binance.requests.filter((r) => r.path.endsWith('/ticker/24hr')).length;
   const get = (r: Replica, path: string, token: string, headers: Record<string, string> = {}) => fetch(`${r.url}${path}`, { headers: { authorization: `Bearer ${token}`, ...headers } });
   const leader = async (): Promise<{ holder: string; fence: number; replica: Replica | undefined }> => {
-    const row = (await sql.query<{ holder: string; fence: string }>(`SELECT holder, fence FROM cluster_lease WHERE name = 'ingest' AND expires_at > (extract(epoch from clock_timestamp()) * 1000)::bigint`)).rows[0];
-    if (row === undefined) return { holder: '', fence: 0, replica: undefined };
-    const pid = Number(row.holder.split(':')[1]);
-    return { holder: row.holder, fence: Number(row.fence), replica: replicas.find((r) => r.proc.proc.pid === pid) };
+    const lease = await ingestLease(sql);
+    if (lease === undefined) return { holder: '', fence: 0, replica: undefined };
+    return { holder: lease.holder, fence: lease.fence, replica: replicas.find((r) => r.proc.proc.pid === lease.pid) };
   };
 
   async function startReplica(name: string, role: Replica['role']): Promise<Replica> {
-    const port = await freePort();
-    const env = {
-      ...process.env,
-      DATABASE_URL: pgs.urlFor('quotes'),
-      QUOTES_ROLE: role,
-      QUOTES_HOST: '127.0.0.1',
-      QUOTES_PORT: String(port),
-      QUOTES_LOG_LEVEL: 'warn',
-      QUOTES_PLANS_FILE: join(dir.path, 'plans.json'),
-      QUOTES_LEADER_LEASE: String(LEASE_MS / 1000),
-      QUOTES_STATE_POLL_INTERVAL: String(POLL_MS / 1000),
-      RATELIMIT_GRPC_ADDR: rls.grpcAddress,
-      RATELIMIT_TIMEOUT: '2s',
-      RATELIMIT_FAILURE_MODE: 'deny',
-      MARKET_SOURCE: 'exchange',
-      MARKET_EXCHANGES: 'binance',
-      MARKET_EXCHANGE_URL_BINANCE: binance.url,
-      // Behind a load balancer every replica builds absolute URLs (coinImageUrl) from one origin.
-      PUBLIC_BASE_URL: 'https://quotes.example.test',
-      MARKET_REFRESH_INTERVAL: String(REFRESH_S),
-      MARKET_RATE_LIMIT_MS: '0',
-      MARKET_RETRY_ATTEMPTS: '1',
-      FX_SOURCE: 'simulated',
-      HISTORY_BACKFILL: 'false',
-    };
-    const proc = spawnManaged(process.execPath, ['--conditions=source', '--import', 'tsx', CLI, 'serve'], { cwd: ROOT, env });
-    const r: Replica = { name, role, port, url: `http://127.0.0.1:${port}`, proc };
+    const r = await startReplicaProcess(name, role, {
+      databaseUrl: pgs.urlFor('quotes'),
+      plansFile: join(dir.path, 'plans.json'),
+      exchangeUrl: binance.url,
+      leaseMs: LEASE_MS,
+      pollMs: POLL_MS,
+      env: {
+        RATELIMIT_GRPC_ADDR: rls.grpcAddress,
+        RATELIMIT_TIMEOUT: '2s',
+        RATELIMIT_FAILURE_MODE: 'deny',
+        MARKET_REFRESH_INTERVAL: String(REFRESH_S),
+        HISTORY_BACKFILL: 'false',
+      },
+    });
     replicas.push(r);
     return r;
   }
 
-  async function healthy(r: Replica): Promise<void> {
-    await waitFor(
-      async () => {
-        if (r.proc.proc.exitCode !== null) throw new GiveUp(`${r.name} exited early:\n${r.proc.output()}`);
-        const res = await fetch(`${r.url}/health`).catch(() => undefined);
-        if (res === undefined) return false;
-        const body = (await res.json()) as { status: string };
-        return body.status === 'ok';
-      },
-      { what: `${r.name} serving fresh market data`, timeoutMs: 60_000, intervalMs: 100 },
-    );
-  }
+  const healthy = waitHealthy;
 
   before(async () => {
     [pgs, redis] = await Promise.all([startPostgres(), startRedis()]);
