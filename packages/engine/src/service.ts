@@ -10,7 +10,7 @@ import { unitName } from './config/units.js';
 import { Code, MAX_UINT32, type DescriptorStatus, type RateLimitRequest, type RateLimitResponse } from './domain.js';
 import { RateLimitError, StoreError } from './errors.js';
 import { buildDynamicMetadata } from './limiter/dynamic-metadata.js';
-import { FixedWindowLimiter, type RequestPlan } from './limiter/fixed-window-limiter.js';
+import { FixedWindowLimiter, newKeyMemo, type KeyMemo, type RequestPlan } from './limiter/fixed-window-limiter.js';
 import { countLocalCacheAnswer } from './limiter/descriptor-status.js';
 import { hitsAddendFor } from './limiter/hits-addend.js';
 import { LocalOverLimitCache } from './limiter/local-cache.js';
@@ -96,6 +96,31 @@ class LocalDecisionRecord implements LocalDecision {
 const UNLIMITED_STATUS: DescriptorStatus = Object.freeze({ code: Code.OK, limitRemaining: MAX_UINT32 });
 
 const CALL = 'ratelimit.service.call.should_rate_limit.';
+
+/** A request's descriptors matched against one rule set. */
+interface Matched {
+  readonly rules: RuleSet;
+  readonly matches: (LimitMatch | undefined)[];
+  readonly unlimited: boolean[];
+  readonly addends: number[];
+  /** The prepared request's keys (only kept with the matches). */
+  readonly memo: KeyMemo | undefined;
+}
+
+/**
+ * A request decided again and again with the same descriptors (the quotes service's per-token
+ * burst limits): `RateLimitService.prepare` keeps its descriptors' matches for the rule set in
+ * force and its counter keys for the current window, so `shouldRateLimitPreparedNow` skips the
+ * rule lookup and the key building. Responses, statistics and errors are those of
+ * `shouldRateLimitNow(request)`; matches are kept only where that is exact (a loaded domain
+ * without per-value statistics or share_threshold, no request overrides), else looked up per call.
+ * `request` must not change once prepared.
+ */
+export class PreparedRequest {
+  /** @internal the matches of `request` under the rule set last used */
+  matched: Matched | undefined;
+  constructor(readonly request: RateLimitRequest) {}
+}
 
 /** A request matched and planned, waiting for the store's answer. */
 interface Begun {
@@ -208,9 +233,23 @@ export class RateLimitService {
    * Undefined, having done nothing, when the store has no synchronous form.
    */
   shouldRateLimitNow(req: RateLimitRequest): DecidedResponse | undefined {
+    return this.decideNow(req, undefined);
+  }
+
+  /** A request to decide repeatedly with `shouldRateLimitPreparedNow` (see PreparedRequest). */
+  prepare(req: RateLimitRequest): PreparedRequest {
+    return new PreparedRequest(req);
+  }
+
+  /** `shouldRateLimitNow(prepared.request)`, reusing what `prepared` keeps. */
+  shouldRateLimitPreparedNow(prepared: PreparedRequest): DecidedResponse | undefined {
+    return this.decideNow(prepared.request, prepared);
+  }
+
+  private decideNow(req: RateLimitRequest, prepared: PreparedRequest | undefined): DecidedResponse | undefined {
     const now = this.store.now;
     if (now === undefined) return undefined;
-    const begun = this.begin(req);
+    const begun = this.begin(req, prepared);
     const plan = begun.plan;
     let after: number[] = [];
     let results: OpResult[] | undefined;
@@ -229,12 +268,30 @@ export class RateLimitService {
   }
 
   /** Validates the request, matches its descriptors and plans the counting (counts total_hits). */
-  private begin(req: RateLimitRequest): Begun {
+  private begin(req: RateLimitRequest, prepared?: PreparedRequest): Begun {
     const rules = this.rules;
     if (req.domain === '') throw this.serviceError('invalid_request', 'rate limit domain must not be empty');
     if (req.descriptors.length === 0) throw this.serviceError('invalid_request', 'rate limit descriptor list must not be empty');
     if (rules === undefined) throw this.serviceError('no_config', 'no rate limit configuration loaded');
 
+    let matched = prepared?.matched;
+    if (matched === undefined || matched.rules !== rules) {
+      matched = this.match(req, rules, prepared !== undefined);
+      if (prepared !== undefined) prepared.matched = matched.memo === undefined ? undefined : matched;
+    }
+    const { matches, unlimited, addends } = matched;
+    const descriptors = req.descriptors;
+    const nowMs = this.clock.now();
+    const plan = this.limiter.plan(req.domain, (i) => descriptors[i]!.entries, matches, addends, nowMs, matched.memo);
+    return { rules, matches, unlimited, addends, nowSeconds: Math.floor(nowMs / 1000), plan };
+  }
+
+  /**
+   * Each descriptor's rule (undefined: none, unlimited or replaced) and addend. `keep`: the caller
+   * keeps the result for later calls, so it gets a key memo when keeping it is exact
+   * (PreparedRequest).
+   */
+  private match(req: RateLimitRequest, rules: RuleSet, keep: boolean): Matched {
     const descriptors = req.descriptors;
     const n = descriptors.length;
     const matches = new Array<LimitMatch | undefined>(n);
@@ -263,9 +320,8 @@ export class RateLimitService {
     }
 
     const addends = descriptors.map((d) => hitsAddendFor(d, req.hitsAddend));
-    const nowMs = this.clock.now();
-    const plan = this.limiter.plan(req.domain, (i) => descriptors[i]!.entries, matches, addends, nowMs);
-    return { rules, matches, unlimited, addends, nowSeconds: Math.floor(nowMs / 1000), plan };
+    const stable = keep && rules.hasStableMatches(req.domain) && descriptors.every((d) => d.limit === undefined);
+    return { rules, matches, unlimited, addends, memo: stable ? newKeyMemo(n) : undefined };
   }
 
   private storeFailure(err: unknown): StoreError {

@@ -89,6 +89,17 @@ export class RuleSet {
   }
 
   /**
+   * True when `getLimit` for this domain's descriptors (without a request override) depends only
+   * on the descriptor and counts nothing itself: the domain is loaded and none of its rules has
+   * per-value statistics or share_threshold. Such matches may be kept for as long as this rule set
+   * is in force (RateLimitService.prepare).
+   */
+  hasStableMatches(domain: string): boolean {
+    const root = this.domainMap.get(domain);
+    return root !== undefined && !root.dynamic;
+  }
+
+  /**
    * The limit that applies to one request descriptor, or undefined (no rule, whitelisted, depth
    * mismatch, unknown domain). An unknown domain bumps `<domain>.domain_not_found`.
    */

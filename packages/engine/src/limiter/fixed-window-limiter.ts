@@ -39,6 +39,21 @@ export interface RequestPlan {
   readonly needsExecute: boolean;
 }
 
+/**
+ * The counter keys of a prepared request (RateLimitService.prepare), per descriptor: the key up to
+ * the window (`cacheKeyBase`), and the last window start with its full key. Handing the store the
+ * same key string again also spares it hashing the key again.
+ */
+export interface KeyMemo {
+  readonly bases: (string | undefined)[];
+  readonly starts: number[];
+  readonly keys: (string | undefined)[];
+}
+
+export function newKeyMemo(descriptors: number): KeyMemo {
+  return { bases: new Array<string | undefined>(descriptors).fill(undefined), starts: new Array<number>(descriptors).fill(NaN), keys: new Array<string | undefined>(descriptors).fill(undefined) };
+}
+
 export class FixedWindowLimiter {
   constructor(
     private readonly options: LimiterOptions,
@@ -53,7 +68,8 @@ export class FixedWindowLimiter {
   /**
    * Builds the keys, counts total_hits (before the store is asked, as upstream) and consults the
    * local over-limit cache. `matches[i]` must be undefined for descriptors not to count
-   * (no rule, unlimited, replaced).
+   * (no rule, unlimited, replaced). `memo` (a prepared request's, for these matches) keeps the
+   * keys between calls.
    */
   plan(
     domain: string,
@@ -61,6 +77,7 @@ export class FixedWindowLimiter {
     matches: readonly (LimitMatch | undefined)[],
     addends: readonly number[],
     nowMs: number,
+    memo?: KeyMemo,
   ): RequestPlan {
     const nowSeconds = Math.floor(nowMs / 1000);
     const n = matches.length;
@@ -78,15 +95,22 @@ export class FixedWindowLimiter {
       const algorithm = m.limit.algorithm;
       let key: string;
       if (algorithm === 'fixed_window') {
-        key = buildCacheKey(prefix, domain, entriesOf(i), m.sharePatterns, windowStart(nowSeconds, divider));
+        const start = windowStart(nowSeconds, divider);
+        if (memo === undefined) key = buildCacheKey(prefix, domain, entriesOf(i), m.sharePatterns, start);
+        else if (memo.starts[i] === start) key = memo.keys[i]!;
+        else {
+          key = (memo.bases[i] ??= cacheKeyBase(prefix, domain, entriesOf(i), m.sharePatterns)) + String(start);
+          memo.starts[i] = start;
+          memo.keys[i] = key;
+        }
       } else {
-        const base = cacheKeyBase(prefix, domain, entriesOf(i), m.sharePatterns);
+        const base = memo === undefined ? cacheKeyBase(prefix, domain, entriesOf(i), m.sharePatterns) : (memo.bases[i] ??= cacheKeyBase(prefix, domain, entriesOf(i), m.sharePatterns));
         if (algorithm === 'sliding_window') {
           const start = windowStart(nowSeconds, divider);
           key = base + String(start) + SLIDING_KEY_SUFFIX;
           (previousKeys ??= new Array<string | undefined>(n))[i] = base + String(start - divider) + SLIDING_KEY_SUFFIX;
         } else {
-          key = base + BUCKET_KEY_TAIL;
+          key = memo === undefined ? base + BUCKET_KEY_TAIL : (memo.keys[i] ??= base + BUCKET_KEY_TAIL);
         }
       }
       keys[i] = key;
