@@ -20,23 +20,14 @@ wait_line() { # file -> first line once present
 ROUNDS="${ROUNDS:-3}"
 echo "== 1. cached GET /api/v2/crypto?coin=BTC,ETH,SOL at 50 connections (wrk -t2 -c50, ${DUR}s a run, ${ROUNDS} rounds, medians)"
 echo "   quotes at its defaults: access log at ${QUOTES_LOG_LEVEL:-info} (to a file), burst limits on (embedded, lifted), fast path ${QUOTES_FAST_PATH:-true}"
-BENCH_LOG_FILE="$WORK/access.log" "${TSX[@]}" bench/quotes-servers.mjs quotes > "$WORK/quotes.json" 2>"$WORK/quotes.err" & PIDS+=($!); QPID=$!
-Q="$(wait_line "$WORK/quotes.json")"
-QPORT="$(node -e "console.log(JSON.parse(process.argv[1]).port)" "$Q")"
-TOKEN="$(node -e "console.log(JSON.parse(process.argv[1]).token)" "$Q")"
+echo "   every round starts the three servers afresh: node's own per-request work (e.g. process.nextTick) runs at one"
+echo "   of two speeds for a process's whole life depending on what V8 happened to optimize first, so one process"
+echo "   pair would be a draw; medians over fresh processes compare the servers, not the draws"
 URL_PATH="/api/v2/crypto?coin=BTC,ETH,SOL"
-curl -s -D "$WORK/headers.txt" -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$QPORT$URL_PATH" > "$WORK/body.json"
-echo "   response: $(wc -c < "$WORK/body.json") bytes of body, $(grep -c ':' "$WORK/headers.txt") header lines"
-# Baselines: the body alone, and the same bytes (the service's header lines too).
-"${TSX[@]}" bench/quotes-servers.mjs plain "$WORK/body.json" > "$WORK/plain.json" 2>"$WORK/plain.err" & PIDS+=($!); PPID_=$!
-PPORT="$(node -e "console.log(JSON.parse(process.argv[1]).port)" "$(wait_line "$WORK/plain.json")")"
-"${TSX[@]}" bench/quotes-servers.mjs plain "$WORK/body.json" "$WORK/headers.txt" > "$WORK/same.json" 2>"$WORK/same.err" & PIDS+=($!); SPID=$!
-SPORT="$(node -e "console.log(JSON.parse(process.argv[1]).port)" "$(wait_line "$WORK/same.json")")"
-
-rps() { wrk -t2 -c50 -d"${DUR}s" "$@" | awk '/Requests\/sec/ {print $2}'; }
 # One run against server PID: "req/s,CPU µs per request" (the server's user+system time over the
 # requests served: steadier than req/s on a shared machine, where the load generator and other
 # processes take the cores).
+rps() { wrk -t2 -c50 -d"${DUR}s" "$@" | awk '/Requests\/sec/ {print $2}'; }
 TCK="$(getconf CLK_TCK)"
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 run() {
@@ -46,14 +37,36 @@ run() {
   local t1; t1="$(ticks "$pid")"
   awk -v t="$((t1 - t0))" -v tck="$TCK" '/requests in/ {n = $1} /Requests\/sec/ {r = $2} END {printf "%s,%.2f", r, t / tck * 1e6 / n}' <<< "$out"
 }
-# Warm all three (JIT, caches) before measuring.
-for p in "$PPORT" "$SPORT"; do wrk -t2 -c50 -d2s "http://127.0.0.1:$p$URL_PATH" > /dev/null; done
-wrk -t2 -c50 -d2s -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$QPORT$URL_PATH" > /dev/null
+start_quotes() { # -> QPID QPORT TOKEN
+  : > "$WORK/quotes.json"
+  BENCH_LOG_FILE="$WORK/access.log" "${TSX[@]}" bench/quotes-servers.mjs quotes > "$WORK/quotes.json" 2>"$WORK/quotes.err" & PIDS+=($!); QPID=$!
+  local q; q="$(wait_line "$WORK/quotes.json")"
+  QPORT="$(node -e "console.log(JSON.parse(process.argv[1]).port)" "$q")"
+  TOKEN="$(node -e "console.log(JSON.parse(process.argv[1]).token)" "$q")"
+}
+start_plain() { # name body [headers] -> port on stdout, pid in PLAIN_PID
+  : > "$WORK/$1.json"
+  "${TSX[@]}" bench/quotes-servers.mjs plain "${@:2}" > "$WORK/$1.json" 2>"$WORK/$1.err" & PIDS+=($!); PLAIN_PID=$!
+  PLAIN_PORT="$(node -e "console.log(JSON.parse(process.argv[1]).port)" "$(wait_line "$WORK/$1.json")")"
+}
+stop_all() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done; PIDS=(); }
+start_quotes
+curl -s -D "$WORK/headers.txt" -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$QPORT$URL_PATH" > "$WORK/body.json"
+echo "   response: $(wc -c < "$WORK/body.json") bytes of body, $(grep -c ':' "$WORK/headers.txt") header lines"
+stop_all
 P=(); S=(); R=()
-for _ in $(seq 1 "$ROUNDS"); do
-  P+=("$(run "$PPID_" "http://127.0.0.1:$PPORT$URL_PATH")")
-  S+=("$(run "$SPID" "http://127.0.0.1:$SPORT$URL_PATH")")
-  R+=("$(run "$QPID" -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$QPORT$URL_PATH")")
+for round in $(seq 1 "$ROUNDS"); do
+  # Baselines: the body alone, and the same bytes (the service's header lines too).
+  start_plain plain "$WORK/body.json"; PPID_=$PLAIN_PID; PPORT=$PLAIN_PORT
+  start_plain same "$WORK/body.json" "$WORK/headers.txt"; SPID=$PLAIN_PID; SPORT=$PLAIN_PORT
+  start_quotes
+  # Each server warmed (JIT, caches, heap sizes) right before it is measured: an idle pause in
+  # between lets V8 shrink the young generation again, and the run would measure it regrowing.
+  warm() { wrk -t2 -c50 -d"${WARM:-4}s" "$@" > /dev/null; }
+  warm "http://127.0.0.1:$PPORT$URL_PATH"; P+=("$(run "$PPID_" "http://127.0.0.1:$PPORT$URL_PATH")")
+  warm "http://127.0.0.1:$SPORT$URL_PATH"; S+=("$(run "$SPID" "http://127.0.0.1:$SPORT$URL_PATH")")
+  warm -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$QPORT$URL_PATH"; R+=("$(run "$QPID" -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$QPORT$URL_PATH")")
+  if [ "$round" -lt "$ROUNDS" ]; then stop_all; fi
 done
 node -e '
 const runs = process.argv.slice(1).map((x) => x.trim().split(/\s+/).map((r) => r.split(",").map(Number)));
@@ -65,6 +78,7 @@ row("plain fastify, body alone from memory", p, pc);
 row("plain fastify, same bytes (headers + body)", s, sc);
 row("quotes service (auth + quota count + cache)", q, qc);
 console.log(`   ratio to the body-alone server: ${(100 * med(q) / med(p)).toFixed(1)} %   to the same-bytes server: ${(100 * med(q) / med(s)).toFixed(1)} %  (target >= 60 %)`);
+console.log(`   per round (fresh processes): ${q.map((x, i) => (100 * x / p[i]).toFixed(1) + " %").join(", ")} of the body-alone server`);
 console.log(`   by CPU per request: ${(100 * med(pc) / med(qc)).toFixed(1)} % of the body-alone server, ${(100 * med(sc) / med(qc)).toFixed(1)} % of the same-bytes server`);' "${P[*]}" "${S[*]}" "${R[*]}"
 echo "   access log: $(grep -c '"request completed"' "$WORK/access.log" || true) \"request completed\" lines written"
 # What fetch and the brapi SDK send: compressed when the body reaches QUOTES_COMPRESSION_MIN_BYTES
@@ -72,7 +86,7 @@ echo "   access log: $(grep -c '"request completed"' "$WORK/access.log" || true)
 AE="gzip, deflate, br"
 ENC="$(curl -s -o /dev/null -D - -H "Authorization: Bearer $TOKEN" -H "Accept-Encoding: $AE" "http://127.0.0.1:$QPORT$URL_PATH" | awk -F': ' 'tolower($1)=="content-encoding" {print $2}' | tr -d '\r')"
 echo "   with Accept-Encoding: $AE (content-encoding: ${ENC:-none}): $(rps -H "Authorization: Bearer $TOKEN" -H "Accept-Encoding: $AE" "http://127.0.0.1:$QPORT$URL_PATH") req/s (one run)"
-for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; PIDS=()
+stop_all
 
 echo "== 1b. CPU per cached quote on the fast path, in-process (access log info/warn, burst limits on/off)"
 "${TSX[@]}" bench/quotes-fastpath-cpu.mjs | sed 's/^/   /'

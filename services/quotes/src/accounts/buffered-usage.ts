@@ -1,4 +1,5 @@
 import type { UsageRepository } from '../store/types.js';
+import { PairKeys } from './pair-keys.js';
 
 /** What the monthly quota needs from a counter. */
 export type UsageCounter = Pick<UsageRepository, 'incrementIfBelow' | 'get'> & {
@@ -26,11 +27,12 @@ interface Entry {
  */
 export class BufferedUsage implements UsageCounter {
   private readonly entries = new Map<string, Entry>();
+  private readonly keys = new PairKeys();
   private flushing: Promise<void> | undefined;
   constructor(private readonly repo: UsageRepository) {}
 
   tryIncrementIfBelow(tokenId: string, month: string, limit: number): number | null | undefined {
-    const e = this.entries.get(`${tokenId}\u0000${month}`);
+    const e = this.entries.get(this.keys.key(tokenId, month));
     if (e === undefined) return undefined;
     if (e.base + e.pending >= limit) return null;
     e.pending++;
@@ -38,7 +40,7 @@ export class BufferedUsage implements UsageCounter {
   }
 
   async incrementIfBelow(tokenId: string, month: string, limit: number): Promise<number | undefined> {
-    const key = `${tokenId}\u0000${month}`;
+    const key = this.keys.key(tokenId, month);
     if (!this.entries.has(key)) {
       const base = await this.repo.get(tokenId, month);
       // Another request may have loaded it while this one waited.
@@ -49,7 +51,7 @@ export class BufferedUsage implements UsageCounter {
 
   /** The count including what this process admitted and has not written yet. */
   async get(tokenId: string, month: string): Promise<number> {
-    const e = this.entries.get(`${tokenId}\u0000${month}`);
+    const e = this.entries.get(this.keys.key(tokenId, month));
     return e === undefined ? await this.repo.get(tokenId, month) : e.base + e.pending;
   }
 

@@ -1,4 +1,5 @@
 import type { DailyUsageRepository, DailyUsageRow } from '../store/dashboard-types.js';
+import { PairKeys } from './pair-keys.js';
 
 /** `YYYY-MM-DD` of the UTC day holding `ms`. */
 // The key only changes at UTC midnight: remember the current day's bounds instead of formatting
@@ -25,8 +26,10 @@ export class DailyUsage {
   private inFlight = new Map<string, number>();
   constructor(private readonly repo: DailyUsageRepository) {}
 
+  private readonly keys = new PairKeys();
+
   record(tokenId: string, now: number): void {
-    const key = `${tokenId}\u0000${dayKey(now)}`;
+    const key = this.keys.key(tokenId, dayKey(now));
     this.pending.set(key, (this.pending.get(key) ?? 0) + 1);
   }
 

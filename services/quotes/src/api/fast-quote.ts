@@ -124,7 +124,7 @@ export class FastQuotePath {
     // Compressed answers are fastify's (the plugin): measured, the compression costs far more
     // than the pipeline the fast path saves (docs/quotes.md, "Compression").
     const ae = h['accept-encoding'];
-    if (ae !== undefined && mayCompress(ae, Buffer.byteLength(result.coinsJson) + ENVELOPE_MAX, d.compressMinBytes)) return false;
+    if (ae !== undefined && mayCompress(ae, (result.coinsBytes ?? Buffer.byteLength(result.coinsJson)) + ENVELOPE_MAX, d.compressMinBytes)) return false;
     let reqId: string | undefined;
     const access = d.access;
     if (access !== undefined) {
@@ -151,7 +151,7 @@ export class FastQuotePath {
     const admitted = headers.length;
     try {
       const took = Math.max(0, Math.round(performance.now() - startedAt));
-      writeAnswer(res, quoteAnswer(result, undefined, this.deps.clock.now(), took, headers));
+      writeAnswer(res, quoteAnswer(result, undefined, this.deps.clock.now(), took, headers, true));
       this.counts.served++;
     } catch (error) {
       if (res.headersSent) {

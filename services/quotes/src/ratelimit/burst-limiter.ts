@@ -2,6 +2,7 @@ import type { RequestDescriptorMsg } from '@rls/rls-proto';
 import type { Account } from '../accounts/account-service.js';
 import type { RequestLimiter } from '../accounts/request-limiter.js';
 import { QuotesError } from '../errors.js';
+import type { PreparedDecision } from './decider.js';
 import type { RateLimitGate } from './rate-limit-gate.js';
 
 /** The two descriptors of one API request (one limit per descriptor path, so one per window). */
@@ -16,6 +17,11 @@ export function burstDescriptors(planId: string, tokenId: string): RequestDescri
 /** Per-plan, per-token burst limits from the `quotes` rule file: 429 with RateLimit-* and Retry-After. */
 export class BurstLimiter implements RequestLimiter {
   readonly name = 'burst';
+  /**
+   * Each account's descriptors, prepared once (the embedded engine keeps their rule matches and
+   * counter keys): accounts are the token cache's objects, so entries go with them.
+   */
+  private readonly prepared = new WeakMap<Account, PreparedDecision>();
   constructor(private readonly gate: RateLimitGate) {}
   async admit(account: Account): Promise<Readonly<Record<string, string>>> {
     const out = await this.gate.check(burstDescriptors(account.plan.id, account.tokenId));
@@ -24,7 +30,12 @@ export class BurstLimiter implements RequestLimiter {
   }
   /** Decided at once when the gate can (embedded engine), else undefined for `admit`. */
   admitNow(account: Account): Readonly<Record<string, string>> | undefined {
-    const out = this.gate.checkNow(burstDescriptors(account.plan.id, account.tokenId));
+    let prepared = this.prepared.get(account);
+    if (prepared === undefined) {
+      prepared = this.gate.prepare(burstDescriptors(account.plan.id, account.tokenId));
+      if (prepared !== undefined) this.prepared.set(account, prepared);
+    }
+    const out = prepared === undefined ? this.gate.checkNow(burstDescriptors(account.plan.id, account.tokenId)) : this.gate.checkPreparedNow(prepared);
     if (out === undefined) return undefined;
     if (!out.admitted) throw new QuotesError('RATE_LIMITED', { retryAfterSeconds: out.retryAfterSeconds, headers: out.headers });
     return out.headers;

@@ -1,5 +1,10 @@
 import type { RateLimitRequestMsg, RateLimitResponseMsg } from '@rls/rls-proto';
 
+/** A request prepared by a decider, for that decider only (opaque to callers). */
+export interface PreparedDecision {
+  readonly request: RateLimitRequestMsg;
+}
+
 /**
  * Something that answers ShouldRateLimit: the remote `ratelimit` service over gRPC or the same
  * engine embedded in this process. Both speak the RLS message shapes, so the callers cannot tell
@@ -15,5 +20,11 @@ export interface RateLimitDecider {
    * only `shouldRateLimit` can decide.
    */
   shouldRateLimitNow?(req: RateLimitRequestMsg): RateLimitResponseMsg | undefined;
+  /**
+   * A request to decide again and again with `shouldRateLimitPreparedNow` (the embedded engine
+   * keeps its rule matches and counter keys): the same answers as `shouldRateLimitNow(req)`.
+   */
+  prepare?(req: RateLimitRequestMsg): PreparedDecision;
+  shouldRateLimitPreparedNow?(prepared: PreparedDecision): RateLimitResponseMsg | undefined;
   close(): Promise<void>;
 }

@@ -1,7 +1,7 @@
-import { DEFAULT_LIMITER_OPTIONS, loadRuleSet, MemoryStore, RateLimitService, readRuleFiles, StatsStore, type RandomSource } from '@rls/engine';
+import { DEFAULT_LIMITER_OPTIONS, loadRuleSet, MemoryStore, PreparedRequest, RateLimitService, readRuleFiles, StatsStore, type RandomSource } from '@rls/engine';
 import type { RateLimitRequestMsg, RateLimitResponseMsg } from '@rls/rls-proto';
 import type { Clock } from '../clock.js';
-import type { RateLimitDecider } from './decider.js';
+import type { PreparedDecision, RateLimitDecider } from './decider.js';
 
 export interface EmbeddedDeciderOptions {
   /** Directory of rule files (the shipped `ratelimit/` or RATELIMIT_RULES_DIR). */
@@ -36,6 +36,14 @@ export class EmbeddedDecider implements RateLimitDecider {
   /** Always decided at once: the memory store answers synchronously. */
   shouldRateLimitNow(req: RateLimitRequestMsg): RateLimitResponseMsg | undefined {
     return this.service.shouldRateLimitNow(req);
+  }
+  /** The engine's PreparedRequest (rule matches and counter keys kept between calls). */
+  prepare(req: RateLimitRequestMsg): PreparedDecision {
+    return this.service.prepare(req);
+  }
+  shouldRateLimitPreparedNow(prepared: PreparedDecision): RateLimitResponseMsg | undefined {
+    if (!(prepared instanceof PreparedRequest)) throw new TypeError('not a request prepared by this decider');
+    return this.service.shouldRateLimitPreparedNow(prepared);
   }
   close(): Promise<void> {
     return Promise.resolve();

@@ -2,7 +2,7 @@ import { RlsCode, type RateLimitResponseMsg, type RequestDescriptorMsg } from '@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { QuotesError } from '../errors.js';
-import type { RateLimitDecider } from './decider.js';
+import type { PreparedDecision, RateLimitDecider } from './decider.js';
 import { limitHeaders, summarizeStatuses } from './limit-headers.js';
 
 /** What to do when no decision can be had: Envoy's failure_mode_deny=false (allow) or true (deny). */
@@ -66,9 +66,28 @@ export class RateLimitGate {
   checkNow(descriptors: RequestDescriptorMsg[]): GateOutcome | undefined {
     const d = this.decider;
     if (d.shouldRateLimitNow === undefined) return undefined;
+    return this.decidedNow(() => d.shouldRateLimitNow!({ domain: this.domain, descriptors, hitsAddend: 0 }));
+  }
+
+  /**
+   * Descriptors this gate will check again and again, prepared by a decider that can keep work
+   * between calls (`checkPreparedNow`); undefined when the decider cannot.
+   */
+  prepare(descriptors: RequestDescriptorMsg[]): PreparedDecision | undefined {
+    return this.decider.prepare?.({ domain: this.domain, descriptors, hitsAddend: 0 });
+  }
+
+  /** `checkNow` of prepared descriptors (see `prepare`). */
+  checkPreparedNow(prepared: PreparedDecision): GateOutcome | undefined {
+    const d = this.decider;
+    if (d.shouldRateLimitPreparedNow === undefined) return this.checkNow(prepared.request.descriptors);
+    return this.decidedNow(() => d.shouldRateLimitPreparedNow!(prepared));
+  }
+
+  private decidedNow(decide: () => RateLimitResponseMsg | undefined): GateOutcome | undefined {
     let res;
     try {
-      res = d.shouldRateLimitNow({ domain: this.domain, descriptors, hitsAddend: 0 });
+      res = decide();
     } catch (err) {
       this.counters.calls++;
       return this.failed(err);

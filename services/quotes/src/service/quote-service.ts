@@ -32,7 +32,12 @@ export interface CryptoResult {
   etag: string;
   /** Seconds until fresher data may exist. */
   maxAgeSeconds: number;
+  /** UTF-8 bytes of `coinsJson`, when known (cached answers). */
+  coinsBytes?: number | undefined;
 }
+
+/** A cached quote: for one snapshot version, answerable without a check until `freshUntil` (ms; see QuoteService.problem). */
+type CachedQuote = CryptoResult & { version: number; coinsBytes: number; freshUntil: number };
 
 export interface QuoteServiceDeps {
   snapshots: MarketSnapshots;
@@ -118,7 +123,9 @@ function historyKey(req: CryptoRequest): string {
  * per market snapshot, so repeated identical requests cost a map lookup.
  */
 export class QuoteService {
-  private readonly cache = new Map<string, CryptoResult & { version: number }>();
+  private readonly cache = new Map<string, CachedQuote>();
+  /** Cache keys of the request objects `cachedQuote` was asked about (callers reuse parsed requests). */
+  private readonly keys = new WeakMap<CryptoRequest, string>();
   private readonly cacheEntries: number;
   private readonly maxPoints: number;
   private readonly chunkPoints: number;
@@ -269,7 +276,7 @@ export class QuoteService {
     const maxAgeSeconds = this.maxAge(snap, now);
     const key = cacheKey(req);
     const hit = this.cache.get(key);
-    if (hit !== undefined && hit.version === snap.version) return { coinsJson: hit.coinsJson, etag: hit.etag, maxAgeSeconds };
+    if (hit !== undefined && hit.version === snap.version) return { coinsJson: hit.coinsJson, etag: hit.etag, maxAgeSeconds, coinsBytes: hit.coinsBytes };
 
     const coins = req.coins.map((c) => this.coin(c, snap.tickers.get(c) as Ticker, req, rate));
     const coinsJson = JSON.stringify(coins);
@@ -278,8 +285,9 @@ export class QuoteService {
       const oldest = this.cache.keys().next();
       if (oldest.done !== true) this.cache.delete(oldest.value);
     }
-    this.cache.set(key, { coinsJson, etag, maxAgeSeconds, version: snap.version });
-    return { coinsJson, etag, maxAgeSeconds };
+    const coinsBytes = Buffer.byteLength(coinsJson);
+    this.cache.set(key, { coinsJson, etag, maxAgeSeconds, version: snap.version, coinsBytes, freshUntil: this.answerableUntil(snap, req) });
+    return { coinsJson, etag, maxAgeSeconds, coinsBytes };
   }
 
   /**
@@ -291,15 +299,40 @@ export class QuoteService {
     const snap = this.deps.snapshots.peek();
     if (snap === undefined) return undefined;
     const now = this.deps.clock.now();
+    if (req.history === undefined) {
+      let key = this.keys.get(req);
+      if (key === undefined) {
+        key = cacheKey(req);
+        this.keys.set(req, key);
+      }
+      const hit = this.cache.get(key);
+      if (hit === undefined || hit.version !== snap.version) return undefined;
+      // What `problem` would say for this snapshot (see `quote`), but for the age of its tickers.
+      if (now > hit.freshUntil && this.problem(snap, req, now) !== undefined) return undefined;
+      return { coinsJson: hit.coinsJson, etag: hit.etag, maxAgeSeconds: this.maxAge(snap, now), coinsBytes: hit.coinsBytes };
+    }
     if (this.problem(snap, req, now) !== undefined) return undefined;
     // History answers: only those small enough to have been kept whole for this snapshot.
-    const hit = req.history === undefined ? this.cache.get(cacheKey(req)) : this.historyAnswers.peek(historyKey(req));
+    const hit = this.historyAnswers.peek(historyKey(req));
     if (hit === undefined || hit.version !== snap.version) return undefined;
     return { coinsJson: hit.coinsJson, etag: hit.etag, maxAgeSeconds: this.maxAge(snap, now) };
   }
 
   private maxAge(snap: MarketSnapshot, now: number): number {
     return Math.max(0, Math.ceil((snap.fetchedAt + this.deps.refreshMs - now) / 1000));
+  }
+
+  /**
+   * Until when (ms) `problem` keeps finding nothing for `req` in `snap`, given that it finds
+   * nothing now: with one snapshot only the ages `problem` checks change (the coins' tickers, a
+   * crypto quote currency's ticker, the FX fixing for fiat). Keep the two in step.
+   */
+  private answerableUntil(snap: MarketSnapshot, req: CryptoRequest): number {
+    let oldest = Infinity;
+    for (const c of req.coins) oldest = Math.min(oldest, (snap.tickers.get(c) as Ticker).closeTime);
+    if (isCryptoQuote(req.currency) && !USD_PEGGED.has(req.currency)) oldest = Math.min(oldest, snap.tickers.get(req.currency)?.closeTime ?? Infinity);
+    if (isFiat(req.currency) && req.currency !== 'USD') oldest = Math.min(oldest, snap.fx.time);
+    return oldest + this.deps.staleMs;
   }
 
   /** Why `req` cannot be answered from `snap` (missing or stale data), or undefined. */

@@ -1,0 +1,102 @@
+// AccountService.cachedAccount (the fast path's token lookup) remembers the hash of each token it
+// found; a change of the store (revocation, plan change, by this process or another) must still
+// make it miss, hash remembered or not.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { FakeClock } from '@rls/testkit';
+import { AccountService } from '../../src/accounts/account-service.js';
+import { parsePlans } from '../../src/accounts/plans.js';
+import { MemoryStore } from '../../src/store/memory-store.js';
+
+const PLANS = parsePlans(
+  {
+    plans: [
+      { id: 'startup', name: 'Startup', crypto: true, monthlyRequests: 100, maxCoinsPerRequest: 10, historyDays: 366, ranges: ['1d'], intervals: ['1d'] },
+      { id: 'pro', name: 'Pro', crypto: true, monthlyRequests: 1000, maxCoinsPerRequest: 20, historyDays: null, ranges: ['1d'], intervals: ['1d'] },
+    ],
+  },
+  'plans.json',
+);
+
+/** The service over a memory store whose change version the test moves (as another process's write would). */
+function setup(): { accounts: AccountService; store: MemoryStore; clock: FakeClock; bump: () => void } {
+  const store = new MemoryStore();
+  const clock = new FakeClock(Date.UTC(2026, 2, 15));
+  let version = 1;
+  const accounts = new AccountService({ tokens: store.tokens, usage: store.usage, plans: PLANS, clock, random: randomBytes, changeVersion: () => version });
+  return { accounts, store, clock, bump: () => void version++ };
+}
+
+/** The cache asks the store's version at most once a millisecond (performance.now, not the injected clock). */
+const pastChangeCheck = (): Promise<void> => sleep(5);
+
+test('a cached token is found without the store, by the same account object, again and again', async () => {
+  const { accounts } = setup();
+  const { token, record } = await accounts.createToken('a', 'startup');
+  assert.equal(accounts.cachedAccount(token), undefined, 'not cached before the first authentication');
+  const account = await accounts.authenticate(token);
+  assert.equal(account?.tokenId, record.id);
+  for (let i = 0; i < 3; i++) assert.equal(accounts.cachedAccount(token), account);
+  assert.equal(accounts.cachedAccount(token + 'x'), undefined, 'another token');
+  assert.equal(accounts.cachedAccount(''), undefined);
+  assert.equal(accounts.cachedAccount(undefined), undefined);
+  assert.equal(accounts.cachedAccount('x'.repeat(201)), undefined);
+});
+
+test('revoked by another process (store version changes): no longer returned though its hash is remembered', async () => {
+  const { accounts, store, clock, bump } = setup();
+  const { token, record } = await accounts.createToken('a', 'startup');
+  const other = await accounts.createToken('b', 'startup');
+  await accounts.authenticate(token);
+  await accounts.authenticate(other.token);
+  assert.ok(accounts.cachedAccount(token) !== undefined, 'hash remembered');
+  assert.ok(accounts.cachedAccount(other.token) !== undefined);
+
+  assert.equal(await store.tokens.revoke(record.id, clock.now()), true);
+  bump();
+  await pastChangeCheck();
+  assert.equal(accounts.cachedAccount(token), undefined, 'revoked token after the version change');
+  assert.equal(accounts.cachedAccount(token), undefined, 'and on the next call');
+  assert.equal(await accounts.authenticate(token), undefined);
+  assert.equal(accounts.cachedAccount(token), undefined, 'a failed authentication caches nothing');
+  // The untouched token is found again once authenticated against the new version.
+  assert.equal(accounts.cachedAccount(other.token), undefined, 'the whole cache went with the version');
+  const again = await accounts.authenticate(other.token);
+  assert.equal(accounts.cachedAccount(other.token), again);
+});
+
+test('revoked through this service: missed at once, without waiting for a version check', async () => {
+  const { accounts } = setup();
+  const { token, record } = await accounts.createToken('a', 'startup');
+  await accounts.authenticate(token);
+  assert.ok(accounts.cachedAccount(token) !== undefined);
+  assert.equal(await accounts.revoke(record.id), true);
+  assert.equal(accounts.cachedAccount(token), undefined);
+  assert.equal(await accounts.authenticate(token), undefined);
+  assert.equal(accounts.cachedAccount(token), undefined);
+});
+
+test('plan changed by another process: the old account is not returned; the new one after authentication', async () => {
+  const { accounts, store, bump } = setup();
+  const { token, record } = await accounts.createToken('a', 'startup');
+  const before = await accounts.authenticate(token);
+  assert.equal(accounts.cachedAccount(token)?.plan.id, 'startup');
+  assert.equal(await store.tokens.setPlan(record.id, 'pro'), true);
+  bump();
+  await pastChangeCheck();
+  assert.equal(accounts.cachedAccount(token), undefined);
+  const after = await accounts.authenticate(token);
+  assert.equal(after?.plan.id, 'pro');
+  assert.notEqual(after, before);
+  assert.equal(accounts.cachedAccount(token), after);
+});
+
+test('without a change version nothing is cached (every lookup goes to the store)', async () => {
+  const store = new MemoryStore();
+  const accounts = new AccountService({ tokens: store.tokens, usage: store.usage, plans: PLANS, clock: new FakeClock(), random: randomBytes });
+  const { token } = await accounts.createToken('a', 'startup');
+  assert.ok((await accounts.authenticate(token)) !== undefined);
+  assert.equal(accounts.cachedAccount(token), undefined);
+});
