@@ -14,9 +14,9 @@ export interface Answer {
   status: number;
   /** Header name, value pairs in order; lower-case names, each at most once. */
   headers: string[];
-  /** Undefined for a response without a body (304); bytes when already encoded (`quoteAnswer`'s `asBytes`). */
-  body: string | Buffer | undefined;
-  /** UTF-8 bytes of a string `body`, when known. */
+  /** Undefined for a response without a body (304). */
+  body: string | undefined;
+  /** UTF-8 bytes of `body`, when known. */
   bodyBytes?: number | undefined;
 }
 
@@ -37,35 +37,11 @@ function quoteBody(coinsJson: string, now: number, took: number): string {
 }
 
 /**
- * Quote bodies as bytes, by the coins JSON they wrap: every request of one millisecond gets the
- * same body (`took` is almost always 0), so node writes these bytes as they are instead of
- * flattening and encoding header and body text per response. One entry per cached answer
- * recently served, at most BODY_BYTES_ENTRIES.
- */
-const bodyBytes = new Map<string, { now: number; took: number; bytes: Buffer }>();
-const BODY_BYTES_ENTRIES = 64;
-
-function quoteBodyBytes(coinsJson: string, now: number, took: number): Buffer {
-  const hit = bodyBytes.get(coinsJson);
-  if (hit !== undefined && hit.now === now && hit.took === took) return hit.bytes;
-  const bytes = Buffer.from(quoteBody(coinsJson, now, took));
-  if (hit !== undefined) {
-    hit.now = now;
-    hit.took = took;
-    hit.bytes = bytes;
-  } else {
-    if (bodyBytes.size >= BODY_BYTES_ENTRIES) bodyBytes.clear();
-    bodyBytes.set(coinsJson, { now, took, bytes });
-  }
-  return bytes;
-}
-
-/**
  * A JSON answer clients may cache privately (per token and language) and revalidate: 304 when
  * If-None-Match names `etag`, else 200 with `body`. Appends to `headers` (the headers already
  * decided, e.g. the limiters'), which the answer then owns.
  */
-export function cacheableAnswer(body: string | Buffer, etag: string, maxAgeSeconds: number, ifNoneMatch: string | undefined, headers: string[] = []): Answer {
+export function cacheableAnswer(body: string, etag: string, maxAgeSeconds: number, ifNoneMatch: string | undefined, headers: string[] = []): Answer {
   headers.push('cache-control', `private, max-age=${maxAgeSeconds}`, 'etag', etag, 'vary', QUOTE_VARY);
   if (etagMatches(ifNoneMatch, etag)) return { status: 304, headers, body: undefined };
   headers.push('content-type', JSON_TYPE);
@@ -73,8 +49,7 @@ export function cacheableAnswer(body: string | Buffer, etag: string, maxAgeSecon
 }
 
 /** The `/api/v2/crypto` answer for a quote (see cacheableAnswer); `took` in whole milliseconds. */
-export function quoteAnswer(result: CryptoResult, ifNoneMatch: string | undefined, now: number, took: number, headers: string[] = [], asBytes = false): Answer {
-  if (asBytes) return cacheableAnswer(quoteBodyBytes(result.coinsJson, now, took), result.etag, result.maxAgeSeconds, ifNoneMatch, headers);
+export function quoteAnswer(result: CryptoResult, ifNoneMatch: string | undefined, now: number, took: number, headers: string[] = []): Answer {
   const body = quoteBody(result.coinsJson, now, took);
   const answer = cacheableAnswer(body, result.etag, result.maxAgeSeconds, ifNoneMatch, headers);
   // The envelope around the coins is ASCII (a date and digits).
@@ -151,7 +126,7 @@ export function sendAnswer(reply: FastifyReply, answer: Answer): FastifyReply {
  */
 export function writeAnswer(res: ServerResponse, answer: Answer): void {
   const { headers, body } = answer;
-  if (body !== undefined) headers.push('content-length', String(typeof body === 'string' ? (answer.bodyBytes ?? Buffer.byteLength(body)) : body.length));
+  if (body !== undefined) headers.push('content-length', String(answer.bodyBytes ?? Buffer.byteLength(body)));
   // No Content-Length for 204 and 304 (RFC 9110 §8.6), as fastify.
   else if (answer.status >= 200 && answer.status !== 204 && answer.status !== 304) headers.push('content-length', '0');
   res.writeHead(answer.status, headers);

@@ -151,7 +151,7 @@ export class FastQuotePath {
     const admitted = headers.length;
     try {
       const took = Math.max(0, Math.round(performance.now() - startedAt));
-      writeAnswer(res, quoteAnswer(result, undefined, this.deps.clock.now(), took, headers, true));
+      writeAnswer(res, quoteAnswer(result, undefined, this.deps.clock.now(), took, headers));
       this.counts.served++;
     } catch (error) {
       if (res.headersSent) {

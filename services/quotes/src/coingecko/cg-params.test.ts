@@ -86,7 +86,7 @@ describe('coin ids and keys', () => {
     const log = { error: () => undefined };
     const limited = cgErrorAnswer(new QuotesError('RATE_LIMITED', { retryAfterSeconds: 3 }), log, ['x-quota-remaining', '5']);
     assert.equal(limited.status, 429);
-    assert.deepEqual(JSON.parse(String(limited.body ?? '')), { status: { error_code: 429, error_message: "You've exceeded the Rate Limit. Please upgrade your plan for higher rate limits." } });
+    assert.deepEqual(JSON.parse(limited.body ?? ''), { status: { error_code: 429, error_message: "You've exceeded the Rate Limit. Please upgrade your plan for higher rate limits." } });
     assert.deepEqual(limited.headers.slice(0, 4), ['x-quota-remaining', '5', 'retry-after', '3']);
     const missing = cgErrorAnswer(new QuotesError('COIN_UNKNOWN', { coins: ['x'] }), log);
     assert.equal(missing.status, 404);
