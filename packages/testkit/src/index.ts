@@ -1,6 +1,7 @@
 export { freePort } from './ports.js';
 export { waitFor, GiveUp, clearOfWindowEdge, type WaitOptions } from './wait.js';
 export { FakeClock } from './clock.js';
+export { ruleCounters, type RuleCounters } from './rule-counters.js';
 export { tempDir, spawnManaged, type Managed } from './process.js';
 export {
   startRedis,

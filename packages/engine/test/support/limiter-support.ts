@@ -69,15 +69,5 @@ export function harness(yaml: string | undefined, options: Partial<LimiterOption
   return { clock, stats, store, service };
 }
 
-/** Counter values of one stats key, in a fixed order for compact assertions. */
-export function ruleCounters(stats: StatsStore, key: string): Record<string, number> {
-  const p = `ratelimit.service.rate_limit.${key}.`;
-  return {
-    total: stats.counterValue(p + 'total_hits'),
-    over: stats.counterValue(p + 'over_limit'),
-    near: stats.counterValue(p + 'near_limit'),
-    within: stats.counterValue(p + 'within_limit'),
-    local: stats.counterValue(p + 'over_limit_with_local_cache'),
-    shadow: stats.counterValue(p + 'shadow_mode'),
-  };
-}
+/** Counter values of one stats key (shared with the ratelimit tests through the testkit). */
+export { ruleCounters } from '@rls/testkit';

@@ -24,9 +24,8 @@ export class DailyUsage {
   private flushing: Promise<void> | undefined;
   /** The batch being written, still counted by reads until it is in the store. */
   private inFlight = new Map<string, number>();
-  constructor(private readonly repo: DailyUsageRepository) {}
-
   private readonly keys = new PairKeys();
+  constructor(private readonly repo: DailyUsageRepository) {}
 
   record(tokenId: string, now: number): void {
     const key = this.keys.key(tokenId, dayKey(now));

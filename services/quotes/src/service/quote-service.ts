@@ -149,12 +149,7 @@ export class QuoteService {
   async historyQuote(req: CryptoRequest): Promise<StreamedCryptoResult> {
     const params = req.history;
     if (params === undefined) throw new Error('historyQuote needs a request with history');
-    const snap = await this.deps.snapshots.current();
-    const now = this.deps.clock.now();
-    const problem = this.problem(snap, req, now);
-    if (problem !== undefined) throw problem;
-    const rate = usdRate(snap, req.currency) as number;
-    const maxAgeSeconds = this.maxAge(snap, now);
+    const { snap, now, rate, maxAgeSeconds } = await this.answerable(req);
     // Every coin's window first, so an oversized request costs nothing but this arithmetic.
     const windows = req.coins.map((c) => historyWindow(params, Math.floor((snap.tickers.get(c) as Ticker).closeTime / 1000), req.plan));
     let points = 0;
@@ -268,12 +263,7 @@ export class QuoteService {
         streamed.release();
       }
     }
-    const snap = await this.deps.snapshots.current();
-    const now = this.deps.clock.now();
-    const problem = this.problem(snap, req, now);
-    if (problem !== undefined) throw problem;
-    const rate = usdRate(snap, req.currency) as number;
-    const maxAgeSeconds = this.maxAge(snap, now);
+    const { snap, rate, maxAgeSeconds } = await this.answerable(req);
     const key = cacheKey(req);
     const hit = this.cache.get(key);
     if (hit !== undefined && hit.version === snap.version) return { coinsJson: hit.coinsJson, etag: hit.etag, maxAgeSeconds, coinsBytes: hit.coinsBytes };
@@ -288,6 +278,15 @@ export class QuoteService {
     const coinsBytes = Buffer.byteLength(coinsJson);
     this.cache.set(key, { coinsJson, etag, maxAgeSeconds, version: snap.version, coinsBytes, freshUntil: this.answerableUntil(snap, req) });
     return { coinsJson, etag, maxAgeSeconds, coinsBytes };
+  }
+
+  /** The current snapshot and time, refused with what `problem` finds for `req`; the USD rate of its currency and the answer's max-age. */
+  private async answerable(req: CryptoRequest): Promise<{ snap: MarketSnapshot; now: number; rate: number; maxAgeSeconds: number }> {
+    const snap = await this.deps.snapshots.current();
+    const now = this.deps.clock.now();
+    const problem = this.problem(snap, req, now);
+    if (problem !== undefined) throw problem;
+    return { snap, now, rate: usdRate(snap, req.currency) as number, maxAgeSeconds: this.maxAge(snap, now) };
   }
 
   /**

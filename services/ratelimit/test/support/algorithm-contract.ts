@@ -10,7 +10,7 @@
 // its own key prefix (no state leaks between cases sharing one server).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeClock } from '@rls/testkit';
+import { FakeClock, ruleCounters, type RuleCounters } from '@rls/testkit';
 import {
   Code,
   DEFAULT_LIMITER_OPTIONS,
@@ -109,7 +109,7 @@ interface Ctx {
   ask(descriptors: (string | RequestDescriptor)[], hitsAddend?: number): Promise<RateLimitResponse>;
   /** One descriptor: [code, remaining, durationUntilReset]. */
   one(descriptor: string | RequestDescriptor, hitsAddend?: number): Promise<[number, number, number | undefined]>;
-  counters(key: string): Record<'total' | 'over' | 'near' | 'within' | 'local' | 'shadow', number>;
+  counters(key: string): RuleCounters;
 }
 
 let seq = 0;
@@ -155,17 +155,7 @@ export function runAlgorithmContract(name: string, makeStore: (clock: FakeClock)
         prefix,
         ask,
         one: async (d, hitsAddend = 0) => triple((await ask([d], hitsAddend)).statuses[0]!),
-        counters: (key) => {
-          const p = `ratelimit.service.rate_limit.${DOMAIN}.${key}.`;
-          return {
-            total: stats.counterValue(p + 'total_hits'),
-            over: stats.counterValue(p + 'over_limit'),
-            near: stats.counterValue(p + 'near_limit'),
-            within: stats.counterValue(p + 'within_limit'),
-            local: stats.counterValue(p + 'over_limit_with_local_cache'),
-            shadow: stats.counterValue(p + 'shadow_mode'),
-          };
-        },
+        counters: (key) => ruleCounters(stats, `${DOMAIN}.${key}`),
       };
       await fn(ctx);
     } finally {
