@@ -6,7 +6,6 @@
 // the dispatcher the request headers, the DATA bytes, the end of the request and resets.
 import type { IncomingHttpHeaders } from 'node:http2';
 import { performance } from 'node:perf_hooks';
-import { gunzip } from 'node:zlib';
 import {
   decodeHealthCheckRequest,
   decodeRateLimitRequest,
@@ -20,6 +19,18 @@ import {
   SHOULD_RATE_LIMIT_PATH,
   type RequestLimits,
 } from '@rls/rls-proto';
+import {
+  INFLATE_CORRUPT,
+  INFLATE_OK,
+  INFLATE_OVER_BUDGET,
+  INFLATE_TOO_LARGE,
+  INFLATER_BYTES,
+  inflateSmall,
+  inflateStreaming,
+  type InflateLane,
+  type InflateResult,
+  type Inflation,
+} from './grpc-inflate.js';
 import { isGrpcContentType, parseGrpcTimeout } from './grpc-protocol.js';
 import {
   RequestDecodeFailure,
@@ -45,6 +56,12 @@ export const KIND_WATCH = 2;
 
 const EMPTY = Buffer.alloc(0);
 
+/** A compressed message on the streaming path: the request bytes it holds, and its inflation once started. */
+interface Inflating {
+  held: number;
+  inflation: Inflation | undefined;
+}
+
 /**
  * One gRPC call on some transport. It is also the handler's CallContext; the AbortController is
  * made only when the handler reads `signal`.
@@ -67,6 +84,8 @@ export abstract class GrpcCall implements CallContext {
   /** Health Watch: requested service and the last status sent. */
   service = '';
   lastStatus = -1;
+  /** A compressed message too large to inflate at once, while it waits for or goes through its connection's lane. */
+  inflating: Inflating | undefined = undefined;
 
   get signal(): AbortSignal {
     return (this.controller ??= new AbortController()).signal;
@@ -94,6 +113,16 @@ export abstract class GrpcCall implements CallContext {
    * reset the stream with NO_ERROR once our frames are out (RFC 9113 §8.1).
    */
   abstract stopReading(): void;
+  /**
+   * Counts `n` more request bytes this call holds after its DATA was consumed (a compressed
+   * message, and what it inflates to) against the connection's and the process's receive
+   * budgets. Undefined when they are held, else the refusal, naming the budget.
+   */
+  abstract holdBytes(n: number): string | undefined;
+  /** Gives back bytes taken with holdBytes. */
+  abstract releaseBytes(n: number): void;
+  /** The lane that runs the streaming inflations of this call's connection one at a time. */
+  abstract get inflateLane(): InflateLane;
 }
 
 /**
@@ -231,6 +260,7 @@ export class GrpcDispatcher {
     if (call.done) return;
     // The client cancelled or the connection dropped: tell the handler so it stops waiting.
     call.done = true;
+    call.inflating?.inflation?.cancel();
     if (call.timer !== undefined) clearTimeout(call.timer);
     call.abort('client cancelled the call');
   }
@@ -275,13 +305,82 @@ export class GrpcDispatcher {
       this.fail(call, GrpcStatus.UNIMPLEMENTED, `grpc: Decompressor is not installed for grpc-encoding "${enc}"`, true);
       return;
     }
-    gunzip(payload, { maxOutputLength: this.maxReceive }, (err, out) => {
-      if (call.done) return;
-      if (err === null) this.dispatch(call, out);
-      else if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
+    const small = inflateSmall(payload, this.maxReceive);
+    if (small !== undefined) this.inflated(call, small);
+    else this.inflateLarge(call, payload);
+  }
+
+  /**
+   * A message that inflates to more than a small one: its compressed bytes stay counted while it
+   * waits for its connection's lane, then its inflation and output are counted chunk by chunk.
+   */
+  private inflateLarge(call: GrpcCall, payload: Buffer): void {
+    const refused = call.holdBytes(payload.length);
+    if (refused !== undefined) {
+      this.fail(call, GrpcStatus.RESOURCE_EXHAUSTED, refused);
+      return;
+    }
+    const state: Inflating = { held: payload.length, inflation: undefined };
+    call.inflating = state;
+    call.inflateLane.enter((next) => this.runInflation(call, payload, state, next));
+  }
+
+  private runInflation(call: GrpcCall, payload: Buffer, state: Inflating, next: () => void): void {
+    if (call.done) {
+      this.endInflation(call, state);
+      next();
+      return;
+    }
+    const refused = this.holdFor(call, state, INFLATER_BYTES);
+    if (refused !== undefined) {
+      this.endInflation(call, state);
+      this.fail(call, GrpcStatus.RESOURCE_EXHAUSTED, refused);
+      next();
+      return;
+    }
+    state.inflation = inflateStreaming(
+      payload,
+      this.maxReceive,
+      (n) => this.holdFor(call, state, n),
+      (r) => {
+        state.inflation = undefined;
+        // Decoding is synchronous: once dispatched, the inflated bytes are no longer held.
+        if (!call.done) this.inflated(call, r);
+        this.endInflation(call, state);
+        next();
+      },
+    );
+  }
+
+  private holdFor(call: GrpcCall, state: Inflating, n: number): string | undefined {
+    const refused = call.holdBytes(n);
+    if (refused === undefined) state.held += n;
+    return refused;
+  }
+
+  private endInflation(call: GrpcCall, state: Inflating): void {
+    if (call.inflating === state) call.inflating = undefined;
+    call.releaseBytes(state.held);
+    state.held = 0;
+  }
+
+  private inflated(call: GrpcCall, r: InflateResult): void {
+    switch (r.code) {
+      case INFLATE_OK:
+        this.dispatch(call, r.out ?? EMPTY);
+        return;
+      case INFLATE_TOO_LARGE:
         this.fail(call, GrpcStatus.RESOURCE_EXHAUSTED, `grpc: decompressed message larger than max (${this.maxReceive})`);
-      } else this.fail(call, GrpcStatus.INTERNAL, `grpc: failed to decompress the request: ${err.message}`);
-    });
+        return;
+      case INFLATE_OVER_BUDGET:
+        this.fail(call, GrpcStatus.RESOURCE_EXHAUSTED, r.reason ?? 'grpc: no receive budget left to decompress the request');
+        return;
+      case INFLATE_CORRUPT:
+        this.fail(call, GrpcStatus.INTERNAL, `grpc: failed to decompress the request: ${r.reason ?? ''}`);
+        return;
+      default:
+        return; // cancelled: the call ended already
+    }
   }
 
   private dispatch(call: GrpcCall, payload: Buffer): void {
@@ -365,6 +464,7 @@ export class GrpcDispatcher {
   fail(call: GrpcCall, code: number, message: string, acceptEncoding = false): void {
     if (call.done) return;
     call.done = true;
+    call.inflating?.inflation?.cancel();
     if (call.timer !== undefined) clearTimeout(call.timer);
     if (call.kind === KIND_WATCH) this.watchers.delete(call);
     try {

@@ -69,14 +69,14 @@ export const GRPC_LIMIT_SETTING_DEFS = {
     name: 'GRPC_CONNECTION_BUFFER',
     default: String(8 * MIB),
     meaning:
-      'Request bytes one gRPC connection may have buffered in incomplete messages (bytes). A connection at its budget gets no more flow-control window; a client that sends beyond the window it was granted gets FLOW_CONTROL_ERROR. Must hold one message of the maximum size (4 MiB + 5).',
+      'Request bytes one gRPC connection may hold (bytes): incomplete messages, the flow-control window granted, and compressed messages with what they inflate to while they are inflated. A connection at its budget gets no more flow-control window; a client that sends beyond the window it was granted gets FLOW_CONTROL_ERROR; a compressed message that does not fit is refused with RESOURCE_EXHAUSTED. Must hold one message of the maximum size (4 MiB + 5).',
     parse: (raw) => parseInteger(raw, MAX_MESSAGE_FRAME, 2 ** 31 - 1),
   }),
   grpcProcessBufferBytes: def({
     name: 'GRPC_PROCESS_BUFFER',
     default: String(128 * MIB),
     meaning:
-      'Request bytes all gRPC connections of a process together may have buffered or granted as flow-control window beyond HTTP/2\'s fixed initial 64 KiB per connection (bytes). When used up, connections only recycle their initial window. Worst case per process: this + GRPC_MAX_CONNECTIONS × 64 KiB.',
+      'Request bytes all gRPC connections of a process together may hold beyond HTTP/2\'s fixed initial 64 KiB per connection (bytes): buffered, granted as flow-control window, or held by compressed messages being inflated. When used up, connections only recycle their initial window and compressed messages that inflate to more than 16 KiB are refused with RESOURCE_EXHAUSTED. Worst case per process: this + GRPC_MAX_CONNECTIONS × 64 KiB.',
     parse: (raw) => parseInteger(raw, MAX_MESSAGE_FRAME, 2 ** 40),
   }),
   grpcMaxResetsPerSecond: def({

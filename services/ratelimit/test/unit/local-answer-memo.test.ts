@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { encodeRateLimitRequest, type RateLimitRequestMsg } from '@rls/rls-proto';
 import { loadRuleSet, type LimiterOptions } from '@rls/engine';
 import { GrpcCall, GrpcDispatcher } from '../../src/server/grpc-calls.js';
+import { InflateLane } from '../../src/server/grpc-inflate.js';
 import { LocalAnswerMemo } from '../../src/server/local-answer-memo.js';
 import { harness, type Harness } from '@rls/engine/testing';
 
@@ -35,6 +36,14 @@ class CapturedCall extends GrpcCall {
   }
   sendMessage(): void {}
   stopReading(): void {}
+  // Only compressed messages use these; this test sends none.
+  holdBytes(): string | undefined {
+    return undefined;
+  }
+  releaseBytes(): void {}
+  get inflateLane(): InflateLane {
+    return new InflateLane();
+  }
 }
 
 interface Side {

@@ -1,0 +1,176 @@
+// Bounded inflation of compressed gRPC messages (src/server/grpc-inflate.ts): small messages
+// inflate synchronously, larger ones stream through zlib with every output chunk counted before
+// it is kept, and stop as soon as the message limit or a budget is passed — never inflated whole
+// and checked after. A connection's streaming inflations run one at a time, in order.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { gzipSync } from 'node:zlib';
+import {
+  INFLATE_CANCELLED,
+  INFLATE_CHUNK_BYTES,
+  INFLATE_CORRUPT,
+  INFLATE_OK,
+  INFLATE_OVER_BUDGET,
+  INFLATE_TOO_LARGE,
+  InflateLane,
+  inflateSmall,
+  inflateStreaming,
+  SMALL_INFLATE_BYTES,
+  type InflateResult,
+} from '../../src/server/grpc-inflate.js';
+
+const MIB = 1024 * 1024;
+
+function stream(payload: Buffer, maxOutput: number, budget = Infinity): Promise<{ r: InflateResult; held: number[]; calls: number }> {
+  return new Promise((resolve) => {
+    const held: number[] = [];
+    let left = budget;
+    let calls = 0;
+    inflateStreaming(
+      payload,
+      maxOutput,
+      (n) => {
+        if (n > left) return 'over the test budget';
+        left -= n;
+        held.push(n);
+        return undefined;
+      },
+      (r) => {
+        calls++;
+        // A second call would show up as calls > 1 on the next turn.
+        setImmediate(() => resolve({ r, held, calls }));
+      },
+    );
+  });
+}
+
+describe('inflateSmall', () => {
+  test('a small message inflates synchronously', () => {
+    const msg = Buffer.from('a rate limit request, more or less');
+    const r = inflateSmall(gzipSync(msg), 4 * MIB);
+    assert.equal(r?.code, INFLATE_OK);
+    assert.deepEqual(r?.out, msg);
+  });
+
+  test('exactly SMALL_INFLATE_BYTES still counts as small; one byte more goes to the streaming path', () => {
+    assert.equal(inflateSmall(gzipSync(Buffer.alloc(SMALL_INFLATE_BYTES, 7)), 4 * MIB)?.out?.length, SMALL_INFLATE_BYTES);
+    assert.equal(inflateSmall(gzipSync(Buffer.alloc(SMALL_INFLATE_BYTES + 1, 7)), 4 * MIB), undefined);
+  });
+
+  test('over a message limit below the small size: TOO_LARGE at once', () => {
+    assert.equal(inflateSmall(gzipSync(Buffer.alloc(2000)), 1000)?.code, INFLATE_TOO_LARGE);
+  });
+
+  test('not gzip: CORRUPT with zlib\'s reason', () => {
+    const r = inflateSmall(Buffer.from('not gzip at all'), 4 * MIB);
+    assert.equal(r?.code, INFLATE_CORRUPT);
+    assert.match(r?.reason ?? '', /header/);
+  });
+});
+
+describe('inflateStreaming', () => {
+  test('inflates a large message, counting every byte once before keeping it', async () => {
+    const msg = Buffer.alloc(1_000_000);
+    for (let i = 0; i < msg.length; i++) msg[i] = (i * 7) & 0xff;
+    const { r, held, calls } = await stream(gzipSync(msg), 4 * MIB);
+    assert.equal(calls, 1);
+    assert.equal(r.code, INFLATE_OK);
+    assert.deepEqual(r.out, msg);
+    assert.equal(held.reduce((a, b) => a + b, 0), msg.length);
+    assert.ok(held.every((n) => n <= INFLATE_CHUNK_BYTES));
+  });
+
+  test('a bomb stops one chunk past the message limit: TOO_LARGE, never inflated whole', async () => {
+    const bomb = gzipSync(Buffer.alloc(64 * MIB), { level: 9 });
+    assert.ok(bomb.length < 100_000, `bomb of ${bomb.length} bytes`);
+    const t0 = process.hrtime.bigint();
+    const { r, held, calls } = await stream(bomb, 4 * MIB);
+    const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+    assert.equal(calls, 1);
+    assert.equal(r.code, INFLATE_TOO_LARGE);
+    // Held: at most the limit (the chunk that passed it is refused before it is counted).
+    assert.ok(held.reduce((a, b) => a + b, 0) <= 4 * MIB);
+    // Inflating all 64 MiB takes ~30 ms+; stopping at 4 MiB a few.
+    assert.ok(ms < 2000, `${ms} ms`);
+  });
+
+  test('a budget refusal stops it at once with the refusal as the reason', async () => {
+    const { r, held, calls } = await stream(gzipSync(Buffer.alloc(2 * MIB)), 4 * MIB, 300_000);
+    assert.equal(calls, 1);
+    assert.equal(r.code, INFLATE_OVER_BUDGET);
+    assert.equal(r.reason, 'over the test budget');
+    assert.ok(held.reduce((a, b) => a + b, 0) <= 300_000);
+  });
+
+  test('corrupt data: CORRUPT', async () => {
+    const good = gzipSync(Buffer.alloc(100_000, 1));
+    const bad = Buffer.from(good);
+    bad.fill(0x55, 20, 60);
+    const { r, calls } = await stream(bad, 4 * MIB);
+    assert.equal(calls, 1);
+    assert.equal(r.code, INFLATE_CORRUPT);
+  });
+
+  test('cancel: CANCELLED, done called once, nothing more counted', async () => {
+    const held: number[] = [];
+    const results: InflateResult[] = [];
+    const inflation = inflateStreaming(
+      gzipSync(Buffer.alloc(32 * MIB)),
+      64 * MIB,
+      (n) => {
+        held.push(n);
+        if (held.length === 3) inflation.cancel();
+        return undefined;
+      },
+      (r) => results.push(r),
+    );
+    await new Promise((r) => setTimeout(r, 200));
+    inflation.cancel();
+    assert.deepEqual(
+      results.map((r) => r.code),
+      [INFLATE_CANCELLED],
+    );
+    assert.equal(held.length, 3);
+  });
+});
+
+describe('InflateLane', () => {
+  test('runs jobs one at a time in arrival order', async () => {
+    const lane = new InflateLane();
+    const log: string[] = [];
+    const job =
+      (name: string, ms: number) =>
+      (next: () => void): void => {
+        log.push(`start ${name}`);
+        setTimeout(() => {
+          log.push(`end ${name}`);
+          next();
+        }, ms);
+      };
+    lane.enter(job('a', 30));
+    lane.enter(job('b', 1));
+    lane.enter(job('c', 1));
+    assert.equal(lane.queued, 2);
+    await new Promise((r) => setTimeout(r, 150));
+    assert.deepEqual(log, ['start a', 'end a', 'start b', 'end b', 'start c', 'end c']);
+    assert.equal(lane.queued, 0);
+  });
+
+  test('100,000 jobs that finish at once run without deepening the stack', () => {
+    const lane = new InflateLane();
+    let ran = 0;
+    let release: (() => void) | undefined;
+    lane.enter((next) => {
+      release = next;
+    });
+    for (let i = 0; i < 100_000; i++) {
+      lane.enter((next) => {
+        ran++;
+        next();
+      });
+    }
+    release?.();
+    assert.equal(ran, 100_000);
+    assert.equal(lane.queued, 0);
+  });
+});
