@@ -121,7 +121,7 @@ export abstract class GrpcCall implements CallContext {
   abstract holdBytes(n: number): string | undefined;
   /** Gives back bytes taken with holdBytes. */
   abstract releaseBytes(n: number): void;
-  /** The lane that runs the streaming inflations of this call's connection one at a time. */
+  /** The queue of this call's connection for streaming inflations (the process runs them one at a time, paced). */
   abstract get inflateLane(): InflateLane;
 }
 
@@ -312,7 +312,8 @@ export class GrpcDispatcher {
 
   /**
    * A message that inflates to more than a small one: its compressed bytes stay counted while it
-   * waits for its connection's lane, then its inflation and output are counted chunk by chunk.
+   * waits its turn (its connection's lane, then the process's paced scheduler), then its
+   * inflation and output are counted chunk by chunk.
    */
   private inflateLarge(call: GrpcCall, payload: Buffer): void {
     const refused = call.holdBytes(payload.length);
@@ -325,37 +326,38 @@ export class GrpcDispatcher {
     call.inflateLane.enter((next) => this.runInflation(call, payload, state, next));
   }
 
-  private runInflation(call: GrpcCall, payload: Buffer, state: Inflating, next: () => void): void {
+  private runInflation(call: GrpcCall, payload: Buffer, state: Inflating, next: (inflatedBytes: number) => void): void {
     if (call.done) {
       this.endInflation(call, state);
-      next();
+      next(0);
       return;
     }
-    const refused = this.holdFor(call, state, INFLATER_BYTES);
+    const refused = call.holdBytes(INFLATER_BYTES);
     if (refused !== undefined) {
       this.endInflation(call, state);
       this.fail(call, GrpcStatus.RESOURCE_EXHAUSTED, refused);
-      next();
+      next(0);
       return;
     }
+    state.held += INFLATER_BYTES;
+    let inflated = 0;
     state.inflation = inflateStreaming(
       payload,
       this.maxReceive,
-      (n) => this.holdFor(call, state, n),
+      (n) => {
+        inflated += n;
+        const no = call.holdBytes(n);
+        if (no === undefined) state.held += n;
+        return no;
+      },
       (r) => {
         state.inflation = undefined;
         // Decoding is synchronous: once dispatched, the inflated bytes are no longer held.
         if (!call.done) this.inflated(call, r);
         this.endInflation(call, state);
-        next();
+        next(inflated);
       },
     );
-  }
-
-  private holdFor(call: GrpcCall, state: Inflating, n: number): string | undefined {
-    const refused = call.holdBytes(n);
-    if (refused === undefined) state.held += n;
-    return refused;
   }
 
   private endInflation(call: GrpcCall, state: Inflating): void {

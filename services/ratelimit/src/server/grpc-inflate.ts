@@ -9,22 +9,24 @@
 // - inflateStreaming: the messages that inflate to more, through a zlib stream whose output is
 //   counted chunk by chunk against the request budgets (the caller's `hold`), stopped as soon as
 //   it passes the message limit or a budget refuses — never inflated whole and checked after.
-//   An InflateLane runs one connection's streaming inflations one at a time, so a connection
-//   holds at most one zlib stream (its state is counted too: INFLATER_BYTES).
+//   An InflateScheduler runs the process's streaming inflations one at a time, connections in
+//   turn, paced to GRPC_INFLATE_BYTES_PER_SECOND, so the process holds one zlib stream (its
+//   state is counted too: INFLATER_BYTES) and inflation cannot take the CPU from other clients.
 import { createGunzip, gunzipSync } from 'node:zlib';
 
 /** Output up to which a message is inflated synchronously (and beyond which it takes the streaming path). */
 export const SMALL_INFLATE_BYTES = 16 * 1024;
 /**
- * Output chunk of the streaming path. 64 KiB costs the event loop a quarter of what zlib's
- * default 16 KiB does per inflated byte (0.6 ms instead of 2.4 ms for 4 MB: one callback per chunk).
+ * Output chunk of the streaming path. 256 KiB costs the event loop about a third of what zlib's
+ * default 16 KiB does per inflated byte (one callback and one buffer per chunk: 0.5 ms instead of
+ * 2.4 ms for 4 MB); the budgets are checked once per chunk.
  */
-export const INFLATE_CHUNK_BYTES = 64 * 1024;
+export const INFLATE_CHUNK_BYTES = 256 * 1024;
 /**
  * What one streaming inflation holds besides its output: zlib's state and 32 KiB window
  * (about 40 KiB) and the output chunk being filled (INFLATE_CHUNK_BYTES), rounded up.
  */
-export const INFLATER_BYTES = 128 * 1024;
+export const INFLATER_BYTES = 320 * 1024;
 
 export const INFLATE_OK = 0;
 /** The output passed the message limit. */
@@ -112,48 +114,135 @@ export function inflateStreaming(payload: Buffer, maxOutput: number, hold: (n: n
   return { cancel: () => stop(CANCELLED) };
 }
 
-/**
- * One connection's streaming inflations, one at a time in arrival order: a connection holds at
- * most one zlib stream, and a client's bombs queue behind each other instead of beside everyone
- * else's work. A queued message holds only its compressed bytes (counted by the caller).
- */
-export class InflateLane {
-  private busy = false;
-  private pumping = false;
-  private readonly waiting: (InflateJob | undefined)[] = [];
-  private head = 0;
-  private readonly next = (): void => {
-    this.busy = false;
-    this.pump();
-  };
+/** One streaming inflation; it calls `done` once, with the bytes it inflated (whether it finished or stopped). */
+export type InflateJob = (done: (inflatedBytes: number) => void) => void;
 
-  /** Runs `job` now, or after the jobs before it; `job` must call the function it gets once, when it is done. */
+/** How fast the process may inflate (GRPC_INFLATE_BYTES_PER_SECOND), on an injected clock. */
+export interface InflatePacing {
+  readonly bytesPerSecond: number;
+  readonly now: () => number;
+  /** Calls `fn` after `ms` (a timer that does not keep the process alive). */
+  readonly delay: (fn: () => void, ms: number) => void;
+}
+
+/** One connection's queue of streaming inflations, in arrival order; its scheduler runs them. */
+export class InflateLane {
+  private readonly jobs: (InflateJob | undefined)[] = [];
+  private head = 0;
+  /** In the scheduler's ring of lanes with work. */
+  inRing = false;
+
+  constructor(private readonly scheduler: InflateScheduler) {}
+
+  /** Queues `job`; it runs after the jobs before it, when the scheduler gets to this lane. */
   enter(job: InflateJob): void {
-    this.waiting.push(job);
-    this.pump();
+    this.jobs.push(job);
+    this.scheduler.ready(this);
   }
 
   /** Jobs waiting for their turn. */
   get queued(): number {
-    return this.waiting.length - this.head;
+    return this.jobs.length - this.head;
+  }
+
+  take(): InflateJob | undefined {
+    if (this.head === this.jobs.length) return undefined;
+    const job = this.jobs[this.head];
+    this.jobs[this.head++] = undefined;
+    if (this.head === this.jobs.length) {
+      this.jobs.length = 0;
+      this.head = 0;
+    }
+    return job;
+  }
+}
+
+/**
+ * The process's streaming inflations: one at a time, connections in turn (one message from each
+ * lane with work, round robin), paced to `bytesPerSecond` of output by a token bucket holding at
+ * most one second's worth. Inflating costs about 0.5 ns of a thread-pool thread and, in chunk
+ * callbacks and copies, 0.1-0.4 ns of the event loop per byte: 4 KB of gzip can buy 4 MB of
+ * that, so without pacing a few connections of bombs took a well-behaved client's p99 latency
+ * from 9 to 109 ms (bench/hostile.sh gzip-bomb). Queued messages hold only their compressed
+ * bytes, counted in their connection's budget, so a client that queues many stalls on flow
+ * control instead of growing memory.
+ */
+export class InflateScheduler {
+  private readonly ring: (InflateLane | undefined)[] = [];
+  private ringHead = 0;
+  private running = false;
+  private pumping = false;
+  private sleeping = false;
+  private tokens: number;
+  private refilledAt: number;
+  private readonly burst: number;
+  private readonly finished = (inflatedBytes: number): void => {
+    this.tokens -= inflatedBytes;
+    this.running = false;
+    this.pump();
+  };
+  private readonly wake = (): void => {
+    this.sleeping = false;
+    this.pump();
+  };
+
+  constructor(private readonly pacing: InflatePacing) {
+    this.burst = pacing.bytesPerSecond;
+    this.tokens = this.burst;
+    this.refilledAt = pacing.now();
+  }
+
+  /** A new lane (one per connection). */
+  lane(): InflateLane {
+    return new InflateLane(this);
+  }
+
+  /** Lanes with work waiting their turn. */
+  get waitingLanes(): number {
+    return this.ring.length - this.ringHead;
+  }
+
+  ready(lane: InflateLane): void {
+    if (!lane.inRing) {
+      lane.inRing = true;
+      this.ring.push(lane);
+    }
+    this.pump();
   }
 
   // A loop rather than recursion: jobs that finish at once (cancelled calls) must not deepen the stack.
   private pump(): void {
     if (this.pumping) return;
     this.pumping = true;
-    while (!this.busy && this.head < this.waiting.length) {
-      const job = this.waiting[this.head]!;
-      this.waiting[this.head++] = undefined;
-      this.busy = true;
-      job(this.next);
-    }
-    if (this.head === this.waiting.length) {
-      this.waiting.length = 0;
-      this.head = 0;
+    while (!this.running && !this.sleeping && this.ringHead < this.ring.length) {
+      const waitMs = this.waitMs();
+      if (waitMs > 0) {
+        this.sleeping = true;
+        this.pacing.delay(this.wake, waitMs);
+        break;
+      }
+      const lane = this.ring[this.ringHead]!;
+      this.ring[this.ringHead++] = undefined;
+      const job = lane.take();
+      if (lane.queued > 0) this.ring.push(lane);
+      else lane.inRing = false;
+      if (this.ringHead > 1024 && this.ringHead * 2 > this.ring.length) {
+        this.ring.splice(0, this.ringHead);
+        this.ringHead = 0;
+      }
+      if (job === undefined) continue;
+      this.running = true;
+      job(this.finished);
     }
     this.pumping = false;
   }
-}
 
-export type InflateJob = (next: () => void) => void;
+  /** Milliseconds until the bucket is positive again (0: a job may start now). */
+  private waitMs(): number {
+    const now = this.pacing.now();
+    const rate = this.pacing.bytesPerSecond;
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.refilledAt) * rate) / 1000);
+    this.refilledAt = now;
+    return this.tokens >= 0 ? 0 : Math.ceil((-this.tokens * 1000) / rate);
+  }
+}

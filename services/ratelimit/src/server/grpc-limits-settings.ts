@@ -93,6 +93,13 @@ export const GRPC_LIMIT_SETTING_DEFS = {
       'Frames that carry no request per gRPC connection per second: PING, SETTINGS, WINDOW_UPDATE, PRIORITY, empty DATA without END_STREAM, empty HEADERS/CONTINUATION fragments, unknown types; each request earns one back (PINGs in step with traffic, such as grpc-go\'s BDP pings, are not a flood). One more and the connection gets GOAWAY ENHANCE_YOUR_CALM and is closed.',
     parse: (raw) => parseInteger(raw, 1),
   }),
+  grpcInflateBytesPerSecond: def({
+    name: 'GRPC_INFLATE_BYTES_PER_SECOND',
+    default: String(32 * MIB),
+    meaning:
+      'Bytes per second (of output) the process spends inflating compressed gRPC messages that inflate to more than 16 KiB; smaller ones are inflated at once and not counted. These run one at a time, connections in turn; the rest wait (holding only their compressed bytes). 4 KB of gzip can inflate to 4 MB: without a pace, a few connections of such messages took a well-behaved client\'s p99 latency up tenfold. 32 MiB/s costs about 2 % of a core and passes eight messages of the maximum size per second; Envoy does not compress rate limit requests.',
+    parse: (raw) => parseInteger(raw, MIB, 2 ** 40),
+  }),
 } as const;
 
 export type { GrpcLimits } from './grpc-server-types.js';
@@ -110,6 +117,7 @@ export const DEFAULT_GRPC_LIMITS: GrpcLimits = {
   processBufferBytes: 128 * MIB,
   maxResetsPerSecond: 500,
   maxControlFramesPerSecond: 1000,
+  inflateBytesPerSecond: 32 * MIB,
 };
 
 export interface GrpcLimitSettingsView {
@@ -124,6 +132,7 @@ export interface GrpcLimitSettingsView {
   readonly grpcProcessBufferBytes: number;
   readonly grpcMaxResetsPerSecond: number;
   readonly grpcMaxControlFramesPerSecond: number;
+  readonly grpcInflateBytesPerSecond: number;
 }
 
 export function grpcLimitsOf(s: GrpcLimitSettingsView): GrpcLimits {
@@ -139,6 +148,7 @@ export function grpcLimitsOf(s: GrpcLimitSettingsView): GrpcLimits {
     processBufferBytes: s.grpcProcessBufferBytes,
     maxResetsPerSecond: s.grpcMaxResetsPerSecond,
     maxControlFramesPerSecond: s.grpcMaxControlFramesPerSecond,
+    inflateBytesPerSecond: s.grpcInflateBytesPerSecond,
   };
 }
 

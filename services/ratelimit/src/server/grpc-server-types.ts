@@ -86,6 +86,8 @@ export interface GrpcLimits {
   readonly processBufferBytes: number;
   readonly maxResetsPerSecond: number;
   readonly maxControlFramesPerSecond: number;
+  /** Output bytes per second the process inflates for compressed messages beyond 16 KiB inflated. */
+  readonly inflateBytesPerSecond: number;
 }
 
 export interface GrpcTlsOptions {

@@ -1,10 +1,12 @@
 // Bounded inflation of compressed gRPC messages (src/server/grpc-inflate.ts): small messages
 // inflate synchronously, larger ones stream through zlib with every output chunk counted before
 // it is kept, and stop as soon as the message limit or a budget is passed — never inflated whole
-// and checked after. A connection's streaming inflations run one at a time, in order.
+// and checked after. The process runs streaming inflations one at a time, connections in turn,
+// paced to a rate of output bytes.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { gzipSync } from 'node:zlib';
+import { FakeClock } from '@rls/testkit';
 import {
   INFLATE_CANCELLED,
   INFLATE_CHUNK_BYTES,
@@ -12,7 +14,7 @@ import {
   INFLATE_OK,
   INFLATE_OVER_BUDGET,
   INFLATE_TOO_LARGE,
-  InflateLane,
+  InflateScheduler,
   inflateSmall,
   inflateStreaming,
   SMALL_INFLATE_BYTES,
@@ -134,43 +136,126 @@ describe('inflateStreaming', () => {
   });
 });
 
-describe('InflateLane', () => {
-  test('runs jobs one at a time in arrival order', async () => {
-    const lane = new InflateLane();
+/** An InflateScheduler on a fake clock whose delays run when the test says so. */
+function paced(bytesPerSecond: number): { scheduler: InflateScheduler; clock: FakeClock; delays: { fn: () => void; ms: number }[] } {
+  const clock = new FakeClock(0);
+  const delays: { fn: () => void; ms: number }[] = [];
+  const scheduler = new InflateScheduler({ bytesPerSecond, now: () => clock.now(), delay: (fn, ms) => delays.push({ fn, ms }) });
+  return { scheduler, clock, delays };
+}
+
+describe('InflateScheduler', () => {
+  test('one job at a time, in arrival order within a connection\'s lane', () => {
+    const { scheduler } = paced(1e9);
+    const lane = scheduler.lane();
     const log: string[] = [];
-    const job =
-      (name: string, ms: number) =>
-      (next: () => void): void => {
-        log.push(`start ${name}`);
-        setTimeout(() => {
-          log.push(`end ${name}`);
-          next();
-        }, ms);
-      };
-    lane.enter(job('a', 30));
-    lane.enter(job('b', 1));
-    lane.enter(job('c', 1));
+    const done: ((n: number) => void)[] = [];
+    const job = (name: string) => (next: (n: number) => void) => {
+      log.push(name);
+      done.push(next);
+    };
+    lane.enter(job('a'));
+    lane.enter(job('b'));
+    lane.enter(job('c'));
+    assert.deepEqual(log, ['a']);
     assert.equal(lane.queued, 2);
-    await new Promise((r) => setTimeout(r, 150));
-    assert.deepEqual(log, ['start a', 'end a', 'start b', 'end b', 'start c', 'end c']);
+    done.shift()?.(10);
+    assert.deepEqual(log, ['a', 'b']);
+    done.shift()?.(10);
+    done.shift()?.(10);
+    assert.deepEqual(log, ['a', 'b', 'c']);
     assert.equal(lane.queued, 0);
   });
 
-  test('100,000 jobs that finish at once run without deepening the stack', () => {
-    const lane = new InflateLane();
-    let ran = 0;
-    let release: (() => void) | undefined;
+  test('connections take turns: one message from each lane with work, round robin', () => {
+    const { scheduler } = paced(1e9);
+    const [a, b, c] = [scheduler.lane(), scheduler.lane(), scheduler.lane()];
+    const log: string[] = [];
+    const done: ((n: number) => void)[] = [];
+    const job = (name: string) => (next: (n: number) => void) => {
+      log.push(name);
+      done.push(next);
+    };
+    a.enter(job('a1')); // runs at once
+    a.enter(job('a2'));
+    a.enter(job('a3'));
+    b.enter(job('b1'));
+    c.enter(job('c1'));
+    b.enter(job('b2'));
+    while (done.length > 0) done.shift()?.(1);
+    assert.deepEqual(log, ['a1', 'a2', 'b1', 'c1', 'a3', 'b2']);
+    assert.equal(scheduler.waitingLanes, 0);
+  });
+
+  test('paced: after a job inflated beyond the bucket, the next waits until it refills', () => {
+    const { scheduler, clock, delays } = paced(1000); // 1000 bytes/s, one second of burst
+    const lane = scheduler.lane();
+    const started: number[] = [];
     lane.enter((next) => {
+      started.push(clock.now());
+      next(3000); // 2000 beyond the bucket: two seconds to pay back
+    });
+    lane.enter((next) => {
+      started.push(clock.now());
+      next(500);
+    });
+    assert.deepEqual(started, [0]);
+    assert.deepEqual(
+      delays.map((d) => d.ms),
+      [2000],
+    );
+    clock.advance(1999);
+    delays.shift()?.fn(); // early (a timer may fire early on a busy machine): waits the rest
+    assert.deepEqual(started, [0]);
+    assert.deepEqual(
+      delays.map((d) => d.ms),
+      [1],
+    );
+    clock.advance(1);
+    delays.shift()?.fn();
+    assert.deepEqual(started, [0, 2000]);
+    // 500 out of a bucket at 0: the next job waits half a second.
+    lane.enter((next) => {
+      started.push(clock.now());
+      next(0);
+    });
+    assert.deepEqual(
+      delays.map((d) => d.ms),
+      [500],
+    );
+  });
+
+  test('the bucket holds at most one second of output: a long idle spell buys no larger burst', () => {
+    const { scheduler, clock, delays } = paced(1000);
+    const lane = scheduler.lane();
+    clock.advance(60_000);
+    // The first spends the bucket, the second may still start (the bucket is not negative) and
+    // takes it to -1000, the third waits: uncapped, 60 s of idle would have let all three run.
+    lane.enter((next) => next(1000));
+    lane.enter((next) => next(1000));
+    lane.enter((next) => next(1000));
+    assert.deepEqual(
+      delays.map((d) => d.ms),
+      [1000],
+    );
+  });
+
+  test('100,000 jobs that finish at once run without deepening the stack', () => {
+    const { scheduler } = paced(1e12);
+    const lanes = [scheduler.lane(), scheduler.lane()];
+    let ran = 0;
+    let release: ((n: number) => void) | undefined;
+    lanes[0]!.enter((next) => {
       release = next;
     });
     for (let i = 0; i < 100_000; i++) {
-      lane.enter((next) => {
+      lanes[i % 2]!.enter((next) => {
         ran++;
-        next();
+        next(0);
       });
     }
-    release?.();
+    release?.(0);
     assert.equal(ran, 100_000);
-    assert.equal(lane.queued, 0);
+    assert.equal(scheduler.waitingLanes, 0);
   });
 });

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { encodeRateLimitRequest, type RateLimitRequestMsg } from '@rls/rls-proto';
 import { loadRuleSet, type LimiterOptions } from '@rls/engine';
 import { GrpcCall, GrpcDispatcher } from '../../src/server/grpc-calls.js';
-import { InflateLane } from '../../src/server/grpc-inflate.js';
+import { InflateScheduler, type InflateLane } from '../../src/server/grpc-inflate.js';
 import { LocalAnswerMemo } from '../../src/server/local-answer-memo.js';
 import { harness, type Harness } from '@rls/engine/testing';
 
@@ -42,7 +42,7 @@ class CapturedCall extends GrpcCall {
   }
   releaseBytes(): void {}
   get inflateLane(): InflateLane {
-    return new InflateLane();
+    return new InflateScheduler({ bytesPerSecond: 1, now: Date.now, delay: setTimeout }).lane();
   }
 }
 

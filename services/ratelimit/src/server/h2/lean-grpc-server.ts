@@ -13,7 +13,7 @@ import type { GrpcLimits, GrpcServer, GrpcServerOptions, GrpcTlsOptions, Transpo
 import { listenOn, removeStaleSocket, tlsContextOptions } from '../listen-support.js';
 import { silentLogger } from '../transport-logger.js';
 import { DEFAULT_GRPC_LIMITS, GRPC_LIMIT_SETTING_DEFS, sweepIntervalMs } from '../grpc-limits-settings.js';
-import { InflateLane } from '../grpc-inflate.js';
+import { InflateScheduler, type InflateLane } from '../grpc-inflate.js';
 import { H2Connection, HOLD_CONNECTION, HOLD_OK, HOLD_PROCESS, type H2Handler, type H2Options, type H2Stream, type H2Timeouts } from './connection.js';
 import { ReceiveBudget, type CoarseClock } from './receive-budget.js';
 import { OK_HEADERS_BLOCK, OK_TRAILERS_BLOCK, statusTrailersBlock, trailersOnlyBlock } from './hpack-encoder.js';
@@ -119,6 +119,10 @@ function onGraceOver(conn: H2Connection<LeanCall>): void {
   conn.destroy();
 }
 
+function unrefTimer(fn: () => void, ms: number): void {
+  setTimeout(fn, ms).unref();
+}
+
 function onSweep(server: LeanServer): void {
   server.sweep();
 }
@@ -150,6 +154,7 @@ class LeanServer implements H2Handler<LeanCall> {
   private readonly capacityLog: GrpcCapacityLog;
   private readonly connectionRefusal: string;
   private readonly processRefusal: string;
+  private readonly inflater: InflateScheduler;
 
   constructor(opts: GrpcServerOptions) {
     this.logger = opts.logger ?? silentLogger;
@@ -181,6 +186,7 @@ class LeanServer implements H2Handler<LeanCall> {
       maxResets: l.maxResetsPerSecond,
       maxControlFrames: l.maxControlFramesPerSecond,
     };
+    this.inflater = new InflateScheduler({ bytesPerSecond: l.inflateBytesPerSecond, now: this.now, delay: unrefTimer });
     this.sweeper = setInterval(onSweep, sweepIntervalMs(l), this);
     this.sweeper.unref();
     if (opts.tls !== undefined) {
@@ -318,8 +324,8 @@ class LeanServer implements H2Handler<LeanCall> {
   laneOf(conn: H2Connection<LeanCall>): InflateLane {
     const timers = this.connections.get(conn);
     // A connection already forgotten (closing) gets a lane of its own; its streams are ending anyway.
-    if (timers === undefined) return new InflateLane();
-    return (timers.lane ??= new InflateLane());
+    if (timers === undefined) return this.inflater.lane();
+    return (timers.lane ??= this.inflater.lane());
   }
 
   /** The RESOURCE_EXHAUSTED message of a refused holdBytes. */
