@@ -55,10 +55,10 @@ interface Side {
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
-function side(yaml: string, options: Partial<LimiterOptions>, withMemo: boolean): Side {
+function side(yaml: string, options: Partial<LimiterOptions>, withMemo: boolean, memoBytes?: number): Side {
   const h = harness(yaml, options, 1_000_000);
   const decided = { n: 0 };
-  const memo = withMemo ? new LocalAnswerMemo() : undefined;
+  const memo = withMemo ? new LocalAnswerMemo(undefined, memoBytes) : undefined;
   const dispatcher = new GrpcDispatcher({
     shouldRateLimit: (req) => {
       decided.n++;
@@ -98,8 +98,9 @@ class Pair {
   constructor(
     private readonly yaml: string,
     options: Partial<LimiterOptions>,
+    memoBytes?: number,
   ) {
-    this.memo = side(yaml, options, true);
+    this.memo = side(yaml, options, true, memoBytes);
     this.plain = side(yaml, options, false);
   }
   async send(req: RateLimitRequestMsg, times = 1): Promise<Buffer | string> {
@@ -179,6 +180,19 @@ describe('memo of local-cache answers', () => {
     await p.send(req('user', 'a'), 5);
     p.assertSameEffects();
     assert.ok(p.memo.memo!.size > 0);
+  });
+
+  test('bounded in bytes per second: large over-limit requests are decided each time once the budget is spent', async () => {
+    // Room for about one small entry (request + answer): a large request never fits.
+    const p = new Pair(YAML, { localCacheSizeInBytes: 10_000 }, 200);
+    const big = req('user', 'v'.repeat(400));
+    await p.send(big, 6);
+    assert.equal(p.memo.decided.n, 6, 'never answered from the memo');
+    assert.equal(p.memo.memo!.size, 0);
+    await p.send(req('user', 'a'), 6);
+    assert.ok(p.memo.decided.n < 12, 'a small one still fits');
+    assert.ok(p.memo.memo!.heldBytes <= 200, `held ${p.memo.memo!.heldBytes} bytes`);
+    p.assertSameEffects();
   });
 
   test('a remembered key evicted from a full local cache is decided again', async () => {
