@@ -47,6 +47,8 @@ import { GrpcStatus, statusForServiceError } from './grpc-status.js';
 import { RATELIMIT_HEALTH_SERVICE, servingStatusOf } from './health-source.js';
 
 export const DEFAULT_MAX_RECEIVE = 4 * 1024 * 1024;
+/** GRPC_MAX_WATCHES_PER_CONNECTION's default (grpc-limits-settings.ts). */
+export const DEFAULT_MAX_WATCHES_PER_CONNECTION = 8;
 export const MAX_TIMER_MS = 2_147_483_647;
 
 export const KIND_NONE = -1;
@@ -123,6 +125,8 @@ export abstract class GrpcCall implements CallContext {
   abstract releaseBytes(n: number): void;
   /** The queue of this call's connection for streaming inflations (the process runs them one at a time, paced). */
   abstract get inflateLane(): InflateLane;
+  /** Identifies the call's connection (per-connection limits). */
+  abstract get connectionKey(): object;
 }
 
 /**
@@ -167,6 +171,9 @@ export class GrpcDispatcher {
   readonly logger: TransportLogger;
   readonly maxReceive: number;
   readonly watchers = new Set<GrpcCall>();
+  /** Open Watch streams per connection (GRPC_MAX_WATCHES_PER_CONNECTION). */
+  private readonly watchesOf = new WeakMap<object, number>();
+  private readonly maxWatches: number;
   private readonly shouldRateLimit: EncodedShouldRateLimitFn;
   private readonly health: HealthSource;
   private readonly onCall: ((method: string, ms: number) => void) | undefined;
@@ -180,6 +187,7 @@ export class GrpcDispatcher {
     this.logger = opts.logger;
     this.maxReceive = opts.maxReceiveBytes ?? DEFAULT_MAX_RECEIVE;
     this.healthService = opts.healthServiceName ?? RATELIMIT_HEALTH_SERVICE;
+    this.maxWatches = opts.maxWatchesPerConnection ?? DEFAULT_MAX_WATCHES_PER_CONNECTION;
     this.health.onChange(() => this.onHealthChange());
   }
 
@@ -256,7 +264,7 @@ export class GrpcDispatcher {
 
   /** The stream went away (RST_STREAM, connection loss) before or after the answer. */
   onReset(call: GrpcCall): void {
-    if (call.kind === KIND_WATCH) this.watchers.delete(call);
+    if (call.kind === KIND_WATCH) this.dropWatch(call);
     if (call.done) return;
     // The client cancelled or the connection dropped: tell the handler so it stops waiting.
     call.done = true;
@@ -468,7 +476,7 @@ export class GrpcDispatcher {
     call.done = true;
     call.inflating?.inflation?.cancel();
     if (call.timer !== undefined) clearTimeout(call.timer);
-    if (call.kind === KIND_WATCH) this.watchers.delete(call);
+    if (call.kind === KIND_WATCH) this.dropWatch(call);
     try {
       call.sendStatus(200, code, message, acceptEncoding);
     } catch (err) {
@@ -486,14 +494,31 @@ export class GrpcDispatcher {
       this.failDecode(call, err);
       return;
     }
+    // A Watch stays open for good and each health change writes to every one: their number per
+    // connection is bounded, so connections × this bounds their memory and the work per change.
+    const key = call.connectionKey;
+    const open = this.watchesOf.get(key) ?? 0;
+    if (open >= this.maxWatches) {
+      this.fail(call, GrpcStatus.RESOURCE_EXHAUSTED, `grpc: more than ${this.maxWatches} health Watch streams on one connection (GRPC_MAX_WATCHES_PER_CONNECTION)`);
+      return;
+    }
     try {
       if (!call.startStreaming()) return;
     } catch (err) {
       this.logger.debug({ err }, 'grpc watch start failed');
       return;
     }
+    this.watchesOf.set(key, open + 1);
     this.watchers.add(call);
     this.pushWatch(call);
+  }
+
+  private dropWatch(call: GrpcCall): void {
+    if (!this.watchers.delete(call)) return;
+    const key = call.connectionKey;
+    const open = (this.watchesOf.get(key) ?? 1) - 1;
+    if (open > 0) this.watchesOf.set(key, open);
+    else this.watchesOf.delete(key);
   }
 
   private pushWatch(call: GrpcCall): void {
@@ -518,6 +543,11 @@ export class GrpcDispatcher {
   endWatches(): void {
     for (const call of [...this.watchers]) this.fail(call, GrpcStatus.UNAVAILABLE, 'server shutting down');
     this.watchers.clear();
+  }
+
+  /** Open Watch streams of one connection (tests). */
+  watchesOn(connectionKey: object): number {
+    return this.watchesOf.get(connectionKey) ?? 0;
   }
 }
 

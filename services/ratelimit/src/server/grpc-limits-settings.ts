@@ -100,6 +100,13 @@ export const GRPC_LIMIT_SETTING_DEFS = {
       'Bytes per second (of output) the process spends inflating compressed gRPC messages that inflate to more than 16 KiB; smaller ones are inflated at once and not counted. These run one at a time, connections in turn; the rest wait (holding only their compressed bytes). 4 KB of gzip can inflate to 4 MB: without a pace, a few connections of such messages took a well-behaved client\'s p99 latency up tenfold. 32 MiB/s costs about 2 % of a core and passes eight messages of the maximum size per second; Envoy does not compress rate limit requests.',
     parse: (raw) => parseInteger(raw, MIB, 2 ** 40),
   }),
+  grpcMaxWatchesPerConnection: def({
+    name: 'GRPC_MAX_WATCHES_PER_CONNECTION',
+    default: '8',
+    meaning:
+      'Open grpc.health.v1 Health/Watch streams per gRPC connection; one more is refused with RESOURCE_EXHAUSTED. A Watch stays open for good and every health change writes to each one, so this × GRPC_MAX_CONNECTIONS bounds their memory (about 300 bytes each) and the work of a change. A gRPC client watches once per connection and service name; Envoy uses Check.',
+    parse: (raw) => parseInteger(raw, 1, 1_000_000),
+  }),
 } as const;
 
 export type { GrpcLimits } from './grpc-server-types.js';
@@ -118,6 +125,7 @@ export const DEFAULT_GRPC_LIMITS: GrpcLimits = {
   maxResetsPerSecond: 500,
   maxControlFramesPerSecond: 1000,
   inflateBytesPerSecond: 32 * MIB,
+  maxWatchesPerConnection: 8,
 };
 
 export interface GrpcLimitSettingsView {
@@ -133,6 +141,7 @@ export interface GrpcLimitSettingsView {
   readonly grpcMaxResetsPerSecond: number;
   readonly grpcMaxControlFramesPerSecond: number;
   readonly grpcInflateBytesPerSecond: number;
+  readonly grpcMaxWatchesPerConnection: number;
 }
 
 export function grpcLimitsOf(s: GrpcLimitSettingsView): GrpcLimits {
@@ -149,6 +158,7 @@ export function grpcLimitsOf(s: GrpcLimitSettingsView): GrpcLimits {
     maxResetsPerSecond: s.grpcMaxResetsPerSecond,
     maxControlFramesPerSecond: s.grpcMaxControlFramesPerSecond,
     inflateBytesPerSecond: s.grpcInflateBytesPerSecond,
+    maxWatchesPerConnection: s.grpcMaxWatchesPerConnection,
   };
 }
 

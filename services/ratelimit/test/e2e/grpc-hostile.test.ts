@@ -1,7 +1,8 @@
 // Hostile gRPC clients against the real service process (issue 12, findings 1-3), on its HTTP/2
 // transport: raw frames over real sockets (the testkit's H2RawClient) attack memory (partial
-// 4 MB messages on many streams), descriptors (idle and preface-less connections, the connection
-// cap) and CPU (rapid reset, control-frame floods); each test asserts the bound that now holds.
+// 4 MB messages on many streams, health Watch streams that stay open), descriptors (idle and
+// preface-less connections, the connection cap) and CPU (rapid reset, control-frame floods); each
+// test asserts the bound that now holds.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -27,6 +28,7 @@ import { WindowedSender } from '../support/windowed-sender.js';
 
 const RLS = '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit';
 const CHECK = '/grpc.health.v1.Health/Check';
+const WATCH = '/grpc.health.v1.Health/Watch';
 const RULES = 'domain: hostile\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: hour\n      requests_per_unit: 100000000\n';
 const MIB = 1024 * 1024;
 
@@ -192,6 +194,40 @@ describe(`hostile clients: budgets and the connection cap (default timeouts)`, (
       assert.ok(clients.every((c) => !c.isSocketClosed));
     } finally {
       for (const c of clients) await c.close();
+    }
+  });
+
+  test('GRPC_MAX_WATCHES_PER_CONNECTION: health Watch streams beyond 8 on one connection are refused', async () => {
+    // A Watch stays open for good and each health change writes to every one: unbounded, 1,000
+    // streams on each of 4,096 connections would be 4 million of them.
+    const open = async (n: number): Promise<{ c: H2RawClient; watching: number; refused: string[] }> => {
+      const c = await connectH2({ port });
+      await c.handshake();
+      for (let i = 0; i < n; i++) c.grpcRequest(1 + 2 * i, WATCH, encodeHealthCheckRequest({ service: 'ratelimit' }));
+      const ids = Array.from({ length: n }, (_, i) => 1 + 2 * i);
+      // Each stream gets either its first message (SERVING) or a trailers-only refusal.
+      await waitFor(() => ids.every((id) => c.received.some((f) => f.streamId === id && (f.type === FrameType.DATA || (f.type === FrameType.HEADERS && (f.flags & FrameFlag.END_STREAM) !== 0)))), { what: `an answer on each of ${n} Watch streams`, timeoutMs: 10_000 });
+      const watching = ids.filter((id) => c.received.some((f) => f.streamId === id && f.type === FrameType.DATA)).length;
+      const refused = c.received.filter((f) => f.type === FrameType.HEADERS && (f.flags & FrameFlag.END_STREAM) !== 0).map((f) => {
+        const fields = new Map(f.fields ?? []);
+        return `${fields.get('grpc-status') ?? '?'} ${decodeURIComponent(fields.get('grpc-message') ?? '')}`;
+      });
+      return { c, watching, refused };
+    };
+    const first = await open(20);
+    try {
+      assert.equal(first.watching, 8);
+      assert.deepEqual(new Set(first.refused), new Set(['8 grpc: more than 8 health Watch streams on one connection (GRPC_MAX_WATCHES_PER_CONNECTION)']));
+      assert.equal(first.refused.length, 12);
+      // Per connection: another one gets its own 8.
+      const second = await open(8);
+      try {
+        assert.equal(second.watching, 8);
+      } finally {
+        await second.c.close();
+      }
+    } finally {
+      await first.c.close();
     }
   });
 

@@ -41,6 +41,9 @@ class CapturedCall extends GrpcCall {
     return undefined;
   }
   releaseBytes(): void {}
+  get connectionKey(): object {
+    return this;
+  }
   get inflateLane(): InflateLane {
     return new InflateScheduler({ bytesPerSecond: 1, now: Date.now, delay: setTimeout }).lane();
   }

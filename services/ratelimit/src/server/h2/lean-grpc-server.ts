@@ -102,6 +102,10 @@ class LeanCall extends GrpcCall implements H2Stream {
   get inflateLane(): InflateLane {
     return this.server.laneOf(this.conn);
   }
+
+  get connectionKey(): object {
+    return this.conn;
+  }
 }
 
 interface ConnectionTimers {
@@ -168,7 +172,7 @@ class LeanServer implements H2Handler<LeanCall> {
     const defs = GRPC_LIMIT_SETTING_DEFS;
     this.connectionRefusal = `grpc: no receive budget left to decompress the request: this connection holds its ${defs.grpcConnectionBufferBytes.name} (${l.connectionBufferBytes} bytes)`;
     this.processRefusal = `grpc: no receive budget left to decompress the request: the process holds its ${defs.grpcProcessBufferBytes.name} (${l.processBufferBytes} bytes)`;
-    this.d = new GrpcDispatcher({ ...opts, logger: this.logger });
+    this.d = new GrpcDispatcher({ ...opts, logger: this.logger, maxWatchesPerConnection: opts.maxWatchesPerConnection ?? l.maxWatchesPerConnection });
     this.maxStreams = opts.maxConcurrentStreams ?? 1000;
     this.verifyClient = opts.tls?.verifyClient;
     this.maxAgeMs = opts.maxConnectionAgeMs ?? 0;
