@@ -86,7 +86,7 @@ export abstract class GrpcCall implements CallContext {
   /** Health Watch: requested service and the last status sent. */
   service = '';
   lastStatus = -1;
-  /** A compressed message too large to inflate at once, while it waits for or goes through its connection's lane. */
+  /** A compressed message too large to inflate at once, from when it waits for its turn until it is decoded. */
   inflating: Inflating | undefined = undefined;
 
   get signal(): AbortSignal {
@@ -543,11 +543,6 @@ export class GrpcDispatcher {
   endWatches(): void {
     for (const call of [...this.watchers]) this.fail(call, GrpcStatus.UNAVAILABLE, 'server shutting down');
     this.watchers.clear();
-  }
-
-  /** Open Watch streams of one connection (tests). */
-  watchesOn(connectionKey: object): number {
-    return this.watchesOf.get(connectionKey) ?? 0;
   }
 }
 
