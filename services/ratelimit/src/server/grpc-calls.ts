@@ -27,6 +27,7 @@ import {
   INFLATER_BYTES,
   inflateSmall,
   inflateStreaming,
+  paceCost,
   type InflateLane,
   type InflateResult,
   type Inflation,
@@ -363,7 +364,7 @@ export class GrpcDispatcher {
         // Decoding is synchronous: once dispatched, the inflated bytes are no longer held.
         if (!call.done) this.inflated(call, r);
         this.endInflation(call, state);
-        next(inflated);
+        next(paceCost(inflated));
       },
     );
   }

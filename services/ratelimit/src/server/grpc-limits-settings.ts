@@ -95,9 +95,9 @@ export const GRPC_LIMIT_SETTING_DEFS = {
   }),
   grpcInflateBytesPerSecond: def({
     name: 'GRPC_INFLATE_BYTES_PER_SECOND',
-    default: String(32 * MIB),
+    default: String(16 * MIB),
     meaning:
-      'Bytes per second (of output) the process spends inflating compressed gRPC messages that inflate to more than 16 KiB; smaller ones are inflated at once and not counted. These run one at a time, connections in turn; the rest wait (holding only their compressed bytes). 4 KB of gzip can inflate to 4 MB: without a pace, a few connections of such messages took a well-behaved client\'s p99 latency up tenfold. 32 MiB/s costs about 2 % of a core and passes eight messages of the maximum size per second; Envoy does not compress rate limit requests.',
+      'Bytes per second the process inflates for compressed gRPC messages that inflate to more than 16 KiB (each counted as at least 64 KiB); smaller ones are inflated at once and not counted. These run one at a time, connections in turn; the rest wait, holding only their compressed bytes. 4 KB of gzip can inflate to 4 MB: unpaced, a few connections of such messages took a well-behaved client\'s p99 latency up tenfold (CPU, and collections of the garbage). 16 MiB/s costs about 1 % of a core and passes four messages of the maximum size per second; Envoy does not compress rate limit requests.',
     parse: (raw) => parseInteger(raw, MIB, 2 ** 40),
   }),
   grpcMaxWatchesPerConnection: def({
@@ -124,7 +124,7 @@ export const DEFAULT_GRPC_LIMITS: GrpcLimits = {
   processBufferBytes: 128 * MIB,
   maxResetsPerSecond: 500,
   maxControlFramesPerSecond: 1000,
-  inflateBytesPerSecond: 32 * MIB,
+  inflateBytesPerSecond: 16 * MIB,
   maxWatchesPerConnection: 8,
 };
 

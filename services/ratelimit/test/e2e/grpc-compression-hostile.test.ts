@@ -198,12 +198,12 @@ describe('gzip bombs with the default budgets', () => {
       const t0 = Date.now();
       const ids = await bombs(c, 600);
       // Every bomb is in (its compressed bytes fit the connection's budget); they are inflated
-      // at GRPC_INFLATE_BYTES_PER_SECOND (32 MiB/s: 8 a second, after a burst of 8).
+      // at GRPC_INFLATE_BYTES_PER_SECOND (16 MiB/s: 4 a second, after a burst of 4).
       const answers = await finals(c, ids, 5000 - (Date.now() - t0));
       const secs = (Date.now() - t0) / 1000;
       t.diagnostic(`${answers.size} of 600 bombs answered in ${secs.toFixed(1)} s: ${JSON.stringify([...tally(answers.values())])}`);
-      assert.ok(answers.size >= 10, `${answers.size} answered: inflation goes on under attack`);
-      assert.ok(answers.size <= Math.ceil(((secs + 1) * 32 * MIB) / 4_000_000) + 2, `${answers.size} answered in ${secs.toFixed(1)} s: beyond the pace`);
+      assert.ok(answers.size >= 8, `${answers.size} answered: inflation goes on under attack`);
+      assert.ok(answers.size <= Math.ceil(((secs + 1) * 16 * MIB) / 4_000_000) + 2, `${answers.size} answered in ${secs.toFixed(1)} s: beyond the pace`);
       // Each inflates to 4,000,000 zero bytes, within the budgets: decoded, and refused as a bad message.
       for (const a of answers.values()) assert.match(`${a.status} ${a.message}`, /^13 grpc: error unmarshalling request/);
       assert.ok(!c.isSocketClosed, 'the attacker is not disconnected: its streams wait');
@@ -235,8 +235,9 @@ describe('gzip bombs with the default budgets', () => {
       const perConnection = all.map((m) => m.size);
       t.diagnostic(`answered per connection in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${perConnection.join(', ')}; ${JSON.stringify([...tally(all.flatMap((m) => [...m.values()]))])}`);
       // Round robin: every connection's bombs get their turns, none monopolises the inflater.
-      assert.ok(Math.min(...perConnection) >= 2, `answered per connection: ${perConnection.join(', ')}`);
-      assert.ok(Math.max(...perConnection) - Math.min(...perConnection) <= 4, `answered per connection: ${perConnection.join(', ')}`);
+      assert.ok(Math.min(...perConnection) >= 1, `answered per connection: ${perConnection.join(', ')}`);
+      // The first connection in may take the bucket's burst; after that each gets one turn per round.
+      assert.ok(Math.max(...perConnection) - Math.min(...perConnection) <= 3, `answered per connection: ${perConnection.join(', ')}`);
     } finally {
       for (const c of clients) await c.close();
     }
