@@ -59,6 +59,19 @@ describe('inflateSmall', () => {
     assert.equal(inflateSmall(gzipSync(Buffer.alloc(SMALL_INFLATE_BYTES + 1, 7)), 4 * MIB), undefined);
   });
 
+  test('a gzip trailer announcing more than a small message skips the attempt; a lie only picks the path', async () => {
+    // The trailer's ISIZE says 1,000,000 bytes: straight to the streaming path, which checks it.
+    const liar = Buffer.from(gzipSync(Buffer.from('small')));
+    liar.writeUInt32LE(1_000_000, liar.length - 4);
+    assert.equal(inflateSmall(liar, 4 * MIB), undefined);
+    const { r } = await stream(liar, 4 * MIB);
+    assert.equal(r.code, INFLATE_CORRUPT);
+    // A bomb that claims to be small gets one attempt, bounded by the small size.
+    const bomb = Buffer.from(gzipSync(Buffer.alloc(4_000_000)));
+    bomb.writeUInt32LE(100, bomb.length - 4);
+    assert.equal(inflateSmall(bomb, 4 * MIB), undefined);
+  });
+
   test('over a message limit below the small size: TOO_LARGE at once', () => {
     assert.equal(inflateSmall(gzipSync(Buffer.alloc(2000)), 1000)?.code, INFLATE_TOO_LARGE);
   });
