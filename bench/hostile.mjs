@@ -1,4 +1,4 @@
-// A well-behaved client's latency alone and beside each attack of issue 12 (run through
+// A well-behaved client's latency alone and beside each attack of issues 12 and 23 (run through
 // bench/hostile.sh; see bench/README.md). For every attack a fresh service process (dist/, one
 // process, on a private redis-server) is started; the well-behaved client (bench/hostile-client.mjs,
 // its own process, open loop at --rps) runs one phase alone and one phase beside the attack (in

@@ -1,4 +1,4 @@
-// The attacks of bench/hostile.mjs (issue 12's findings), each bounded in count and in time and
+// The attacks of bench/hostile.mjs (the findings of issues 12 and 23), each bounded in count and in time and
 // each returning a one-line account of how the server treated the attacker. Loopback only.
 //
 // An attack is { name, what, prepare?(ctx), run(ctx, deadline) }: prepare (optional, not timed)
@@ -10,6 +10,7 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
+import { gzipSync } from 'node:zlib';
 import { encodeRateLimitRequest } from '../../packages/rls-proto/dist/src/index.js';
 import { grpcRequestHeaders, hpackLiteralBlock, H2ErrorCode } from '../../packages/testkit/dist/src/h2-raw.js';
 import { attackConn, encodeFrame, frameHeader, FrameFlag, FrameType } from './hostile-h2.mjs';
@@ -410,7 +411,53 @@ const hugeJson = {
 };
 
 // ---------------------------------------------------------------------------------------------
-// 6. /stats scraping after feeding a detailed_metric rule many distinct values (one series each).
+// 6. gzip bombs (issue 23): a few KB on the wire that inflate to 4 MB each, many streams in flight
+// on several connections, sent within the flow-control windows.
+
+const gzipBomb = {
+  name: 'gzip-bomb',
+  what: '4 connections, each keeping 150 gRPC streams in flight whose gzip message (≈4 KB) inflates to 4,000,000 B (max 200,000 bombs)',
+  async run(ctx, deadline) {
+    const CONNECTIONS = 4;
+    const IN_FLIGHT = 150;
+    const MAX_BOMBS = 200_000;
+    const zipped = gzipSync(Buffer.alloc(4_000_000), { level: 9 });
+    const bomb = Buffer.alloc(5 + zipped.length);
+    bomb[0] = 1; // compressed
+    bomb.writeUInt32BE(zipped.length, 1);
+    zipped.copy(bomb, 5);
+    const headerBlock = hpackLiteralBlock(grpcRequestHeaders(ctx.path, { extra: [['grpc-encoding', 'gzip']] }));
+    let sent = 0;
+    const conns = await Promise.all(Array.from({ length: CONNECTIONS }, () => attackConn(ctx.grpcPort)));
+    await Promise.all(
+      conns.map(async (c) => {
+        await c.waitSettings(Math.min(deadline, Date.now() + 5000));
+        let id = 1;
+        let opened = 0;
+        while (!c.ended && sent < MAX_BOMBS && Date.now() < deadline) {
+          if (opened - c.finished >= IN_FLIGHT || c.connWindow < bomb.length) {
+            await c.change(Math.min(50, Math.max(1, deadline - Date.now())));
+            continue;
+          }
+          c.connWindow -= bomb.length;
+          await c.write(Buffer.concat([encodeFrame(FrameType.HEADERS, FrameFlag.END_HEADERS, id, headerBlock), encodeFrame(FrameType.DATA, FrameFlag.END_STREAM, id, bomb)]), deadline);
+          id += 2;
+          opened++;
+          sent++;
+        }
+      }),
+    );
+    const statuses = new Map();
+    for (const c of conns) for (const [k, v] of c.statuses) statuses.set(k, (statuses.get(k) ?? 0) + v);
+    const answered = [...statuses].map(([k, v]) => `${grpcStatus(k) ?? k} ×${count(v)}`).join(', ') || 'none';
+    const outcome = `${count(sent)} bombs of ${count(bomb.length)} B (→ ${mb(4_000_000 * sent)} inflated if all were) sent; answered ${answered}; ${[...new Set(conns.map((c) => c.outcome()))].join(' | ')}`;
+    await Promise.all(conns.map((c) => c.close()));
+    return { outcome };
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// 7. /stats scraping after feeding a detailed_metric rule many distinct values (one series each).
 
 async function httpGet(port, path, timeoutMs) {
   return await new Promise((resolve) => {
@@ -507,4 +554,4 @@ const none = {
   },
 };
 
-export const ATTACKS = [none, memory, connections, rapidReset, continuation, emptyData, hugeGrpc, hugeJson, statsScrape];
+export const ATTACKS = [none, memory, connections, rapidReset, continuation, emptyData, hugeGrpc, hugeJson, gzipBomb, statsScrape];

@@ -27,6 +27,9 @@ export class AttackConn {
     this.resets = new Map();
     this.resetStreams = new Set();
     this.responses = 0;
+    /** Streams that got their final status (HEADERS with END_STREAM) or RST_STREAM, and the grpc-status counts. */
+    this.finished = 0;
+    this.statuses = new Map();
     this.framesIn = 0;
     this.bytesOut = 0;
     this.closedAtMs = undefined;
@@ -90,10 +93,16 @@ export class AttackConn {
           const name = h2ErrorName(f.payload.readUInt32BE(0));
           this.resets.set(name, (this.resets.get(name) ?? 0) + 1);
           this.resetStreams.add(f.streamId);
+          this.finished++;
           break;
         }
         case FrameType.HEADERS:
           this.responses++;
+          if ((f.flags & FrameFlag.END_STREAM) !== 0) {
+            this.finished++;
+            const status = f.fields?.find(([k]) => k === 'grpc-status')?.[1] ?? '?';
+            this.statuses.set(status, (this.statuses.get(status) ?? 0) + 1);
+          }
           break;
         default:
           break;

@@ -25,6 +25,8 @@ import { CertificateReloader, loadKeyPair } from './server/tls-cert-reloader.js'
 import { clientCertificateProblem } from './server/tls-client-verify.js';
 import type { LoadedSettings, Settings } from './settings.js';
 import type { WorkerRole } from './cluster/worker-role.js';
+import type { WorkersStatus } from './cluster/worker-status.js';
+import type { WorkerSupervision } from './operator/operator-monitor.js';
 import { SnapshotRuleProvider } from './provider/snapshot-provider.js';
 import { startStatsSinks, type StatsSinks, type StatsSinksOptions } from './stats/stats-sinks.js';
 import { OperatorMonitor, type OperatorContext } from './operator/operator-monitor.js';
@@ -50,8 +52,8 @@ export interface AppDeps {
   rulesFromPrimary?: boolean;
   /** Worker mode: the service-wide statistics the debug server's /stats shows (the primary's totals). */
   statsTotals?: () => Promise<StatsStore>;
-  /** Worker mode: this worker's id and the number of workers (the operator page shows them). */
-  worker?: { id: number; count: number };
+  /** Worker mode: this worker's id, the number of workers and the primary's state of them (the operator page shows them). */
+  worker?: { id: number; count: number; status?: () => WorkersStatus | undefined };
 }
 
 export interface RateLimitApp {
@@ -238,7 +240,7 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
           misses: stats.gauge('ratelimit.localcache.missCount').value(),
         };
       },
-      workers: () => (deps.worker === undefined ? { mode: 'single', count: 1 } : { mode: 'worker', id: deps.worker.id, count: deps.worker.count }),
+      workers: () => (deps.worker === undefined ? { mode: 'single', count: 1 } : { mode: 'worker', id: deps.worker.id, count: deps.worker.count, ...supervision(deps.worker.status?.()) }),
     };
   }
   const fileProvider = new FileRuleProvider(
@@ -381,7 +383,7 @@ export async function composeRateLimitApp(loaded: LoadedSettings, opts: ComposeO
   const app = buildRateLimitApp(settings, {
     logger,
     ...(workerRole !== undefined
-      ? { stats: workerRole.stats, rulesFromPrimary: true, statsTotals: () => workerRole.statsTotals(), worker: { id: workerRole.id, count: opts.workerCount ?? 1 } }
+      ? { stats: workerRole.stats, rulesFromPrimary: true, statsTotals: () => workerRole.statsTotals(), worker: { id: workerRole.id, count: opts.workerCount ?? 1, status: () => workerRole.workersStatus() } }
       : { statsSinks: loaded.stats }),
     ...(tracing !== undefined ? { tracing } : {}),
   });
@@ -414,5 +416,17 @@ export async function composeRateLimitApp(loaded: LoadedSettings, opts: ComposeO
       return Promise.resolve();
     },
     abandonFirstRules: () => undefined,
+  };
+}
+
+/** What the operator page shows of the primary's state of the workers (nothing before its first word). */
+function supervision(s: WorkersStatus | undefined): WorkerSupervision | Record<string, never> {
+  if (s === undefined) return {};
+  return {
+    serving: s.serving,
+    startFailures: s.startFailures,
+    ...(s.failingSince !== undefined ? { failingSince: s.failingSince } : {}),
+    ...(s.lastFailure !== undefined ? { lastFailure: s.lastFailure } : {}),
+    ...(s.nextStartAt !== undefined ? { nextStartAt: s.nextStartAt } : {}),
   };
 }

@@ -4,7 +4,7 @@ import cluster from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import { composeRateLimitApp } from './app.js';
 import { runPrimary } from './cluster/primary.js';
-import { startWorkerRole } from './cluster/worker-role.js';
+import { reportStartFailure, startWorkerRole } from './cluster/worker-role.js';
 import { resolveWorkerCount } from './cluster/worker-settings.js';
 import { isRateLimitError } from '@rls/engine';
 import { createLogger } from './logger.js';
@@ -15,8 +15,9 @@ export async function run(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   try {
     loaded = loadSettings(env);
   } catch (err) {
-    process.stderr.write(`ratelimit: ${isRateLimitError(err) ? err.message : String(err)}\n`);
-    process.exit(1);
+    const reason = isRateLimitError(err) ? err.message : String(err);
+    process.stderr.write(`ratelimit: ${reason}\n`);
+    return cannotStart(reason);
   }
   const { settings, warnings } = loaded;
   const rootLogger = createLogger({ level: settings.logLevel, format: settings.logFormat });
@@ -34,7 +35,15 @@ export async function run(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   }
   const workerRole = cluster.isWorker ? startWorkerRole(logger) : undefined;
 
-  const { app, firstRules, abandonFirstRules } = await composeRateLimitApp(loaded, { logger, workerRole, workerCount: plan.count });
+  let composed: Awaited<ReturnType<typeof composeRateLimitApp>>;
+  try {
+    composed = await composeRateLimitApp(loaded, { logger, workerRole, workerCount: plan.count });
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    logger.fatal({ err: reason }, 'cannot build the service');
+    return cannotStart(reason);
+  }
+  const { app, firstRules, abandonFirstRules } = composed;
   // Nothing listens yet, so a signal now (the primary stopping, an operator) has nothing to drain.
   const early = (): void => {
     abandonFirstRules();
@@ -44,16 +53,18 @@ export async function run(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   try {
     await firstRules();
   } catch (err) {
-    logger.fatal({ err: err instanceof Error ? err.message : String(err) }, workerRole !== undefined ? 'no rules from the primary process' : 'no rules');
-    process.exit(1);
+    const reason = err instanceof Error ? err.message : String(err);
+    logger.fatal({ err: reason }, workerRole !== undefined ? 'no rules from the primary process' : 'no rules');
+    return cannotStart(reason);
   }
   for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.off(sig, early);
   try {
     await app.start();
   } catch (err) {
-    logger.fatal({ err: err instanceof Error ? err.message : String(err) }, 'cannot start listeners');
+    const reason = err instanceof Error ? err.message : String(err);
+    logger.fatal({ err: reason }, 'cannot start listeners');
     await app.stop().catch(() => undefined);
-    process.exit(1);
+    return cannotStart(`cannot start listeners: ${reason}`);
   }
   workerRole?.ready();
 
@@ -81,4 +92,10 @@ export async function run(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   };
   for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, () => shutdown(sig));
   workerRole?.onPrimaryGone(() => shutdown('primary gone'));
+}
+
+/** Exit 1 before serving; a worker first tells the primary why (it retries with backoff). */
+async function cannotStart(reason: string): Promise<never> {
+  await reportStartFailure(reason);
+  process.exit(1);
 }

@@ -12,11 +12,21 @@ import { xdsConnectionOptions } from '../provider/xds-settings.js';
 import type { Settings } from '../settings.js';
 import { unsupportedAlgorithmError, type StatsStore } from '@rls/engine';
 import { BACKEND_ALGORITHMS } from '../compose-counter-store.js';
+import { WORKERS_SERVING, WORKERS_START_FAILURES, WORKERS_UNEXPECTED_EXITS } from './worker-supervisor.js';
 
-/** The stats of rule loading: counted by the primary only (StatsAggregator ignores the workers' copies). */
+/** Stats the primary counts itself (StatsAggregator ignores the workers' copies): rule loading and worker supervision. */
 export const CONFIG_LOAD_SUCCESS = 'ratelimit.service.config_load_success';
 export const CONFIG_LOAD_ERROR = 'ratelimit.service.config_load_error';
-export const PRIMARY_OWNED_STATS: ReadonlySet<string> = new Set([CONFIG_LOAD_SUCCESS, CONFIG_LOAD_ERROR, 'runtime.load_attempts', 'runtime.load_failures', 'runtime.num_values']);
+export const PRIMARY_OWNED_STATS: ReadonlySet<string> = new Set([
+  CONFIG_LOAD_SUCCESS,
+  CONFIG_LOAD_ERROR,
+  'runtime.load_attempts',
+  'runtime.load_failures',
+  'runtime.num_values',
+  WORKERS_SERVING,
+  WORKERS_START_FAILURES,
+  WORKERS_UNEXPECTED_EXITS,
+]);
 
 export interface PrimaryRuleSource {
   /** The latest good snapshot (undefined before the first) and its sequence number. */

@@ -1,7 +1,8 @@
 // The primary process of worker mode (WORKERS > 1). It forks the workers — they share the gRPC,
 // HTTP and debug listeners through node:cluster's shared handles (the primary accepts and hands
 // connections out round robin; Node 20 has no SO_REUSEPORT option) — owns the statistics sinks
-// fed by the workers' batches, replaces a worker that dies after it started, and on SIGTERM,
+// fed by the workers' batches, replaces a worker that dies — and a replacement that cannot start,
+// with backoff, while the others serve (worker-supervisor.ts) — and on SIGTERM,
 // SIGINT or SIGHUP forwards SIGTERM to every worker (each drains like a single process does),
 // waits for them, pushes the last statistics and exits 0 (1 if a worker failed or the bound hit).
 // It serves no requests itself; each worker answers health for itself, truthfully.
@@ -20,11 +21,12 @@ import type { Logger } from '../logger.js';
 import { removeStaleSocket } from '../server/listen-support.js';
 import type { Settings } from '../settings.js';
 import { startStatsSinks, type StatsSinksOptions } from '../stats/stats-sinks.js';
-import { baseDelayMs, type ExponentialBackoff } from '@rls/backoff';
 import { StatsStore } from '@rls/engine';
 import { PRIMARY_OWNED_STATS, startPrimaryRuleSource } from './primary-rules.js';
 import { isRulesRequest, type RulesErrorMessage, type RulesMessage } from './rules-channel.js';
 import { isStatsBatch, isStatsTotalsQuery, StatsAggregator, statsTotalsOf } from './stats-relay.js';
+import { isStartFailedMessage, type WorkersStatus } from './worker-status.js';
+import { WorkerSupervisor } from './worker-supervisor.js';
 
 export interface PrimaryOptions {
   workers: number;
@@ -35,9 +37,6 @@ export interface PrimaryOptions {
   /** How long workers get to stop after the signal before they are killed. */
   stopBoundMs: number;
 }
-
-const RESPAWN_MIN_MS = 500;
-const RESPAWN_MAX_MS = 10_000;
 
 /** node's own flags without an inline script, so a worker runs the entry module with the same loaders. */
 export function workerExecArgv(execArgv: readonly string[]): string[] {
@@ -78,31 +77,36 @@ export async function runPrimary(o: PrimaryOptions): Promise<void> {
     const { seq, snapshot } = rules.current();
     return { t: 'rls-rules', seq, snapshot: snapshot ?? null };
   };
-  rules.onChange(() => {
-    const msg = rulesMessage();
-    // A worker still starting may miss this; it asks for the current rules itself.
+  const broadcast = (msg: object): void => {
     for (const w of Object.values(cluster.workers ?? {})) {
       if (w !== undefined) sendTo(w, msg);
     }
-  });
+  };
+  // A worker still starting may miss this; it asks for the current rules itself.
+  rules.onChange(() => broadcast(rulesMessage()));
 
   rules.onFailure((f) => {
     // Cut here: the message crosses the IPC channel once per worker (the operator page shows it).
     const msg: RulesErrorMessage = { t: 'rls-rules-error', at: Date.now(), source: f.source, error: f.error.slice(0, 1000), ...(f.file !== undefined ? { file: f.file.slice(0, 256) } : {}) };
-    for (const w of Object.values(cluster.workers ?? {})) {
-      if (w !== undefined) sendTo(w, msg);
-    }
+    broadcast(msg);
   });
 
-  const readyIds = new Set<number>();
-  let announced = false;
   let stopping = false;
   let failed = false;
-  // Doubling, no jitter: one primary restarts its own workers, nothing to spread.
-  const respawnBackoff: ExponentialBackoff = { initialMs: RESPAWN_MIN_MS, maxMs: RESPAWN_MAX_MS, jitter: 'none' };
-  let respawns = 0;
+  const supervisor = new WorkerSupervisor({
+    wanted: o.workers,
+    stats,
+    logger,
+    fork: () => void cluster.fork(),
+    giveUp: (reason) => {
+      failed = true;
+      stop(reason);
+    },
+    publish: (status: WorkersStatus) => broadcast(status),
+    now: Date.now,
+    delay: (fn, ms) => void setTimeout(fn, ms).unref(),
+  });
 
-  const fork = (): Worker => cluster.fork();
   cluster.on('message', (worker, msg: unknown) => {
     if (isStatsBatch(msg)) {
       aggregator.apply(worker.id, msg);
@@ -114,46 +118,31 @@ export async function runPrimary(o: PrimaryOptions): Promise<void> {
     }
     if (isRulesRequest(msg)) {
       sendTo(worker, rulesMessage());
+      sendTo(worker, supervisor.status());
       return;
     }
-    if (typeof msg === 'object' && msg !== null && (msg as { t?: unknown }).t === 'rls-ready') {
-      readyIds.add(worker.id);
-      respawns = 0;
-      if (announced) logger.info({ worker: worker.id, pid: worker.process.pid }, 'replacement worker listening');
-      if (!announced && readyIds.size >= o.workers) {
-        announced = true;
-        logger.info({ workers: o.workers, pids: Object.values(cluster.workers ?? {}).map((w) => w?.process.pid) }, 'all workers listening');
-      }
+    if (isStartFailedMessage(msg)) {
+      supervisor.startFailed(worker.id, msg.reason);
+      return;
     }
+    if (typeof msg === 'object' && msg !== null && (msg as { t?: unknown }).t === 'rls-ready') supervisor.ready(worker.id, worker.process.pid);
   });
 
   let exited: (() => void) | undefined;
   cluster.on('exit', (worker, code, signal) => {
     aggregator.forget(worker.id);
-    const started = readyIds.delete(worker.id);
     if (stopping) {
       if (code !== 0) failed = true;
       if (Object.keys(cluster.workers ?? {}).length === 0) exited?.();
       return;
     }
-    if (!started) {
-      // A worker that cannot even start (store unreachable for good, port taken) will not do better on retry.
-      logger.fatal({ worker: worker.id, code, signal }, 'worker failed to start; stopping the service');
-      failed = true;
-      stop('worker start failure');
-      return;
-    }
-    const respawnDelay = baseDelayMs(respawnBackoff, respawns);
-    respawns = Math.min(respawns + 1, 30);
-    logger.error({ worker: worker.id, code, signal, respawnInMs: respawnDelay }, 'worker died; starting a replacement');
-    setTimeout(() => {
-      if (!stopping) fork();
-    }, respawnDelay).unref();
+    supervisor.exited(worker.id, code, signal);
   });
 
   const stop = (reason: string): void => {
     if (stopping) return;
     stopping = true;
+    supervisor.stop();
     rules.stop();
     logger.warn({ signal: reason, workers: Object.keys(cluster.workers ?? {}).length }, 'shutting down workers');
     const allGone = new Promise<void>((resolve) => {
@@ -180,7 +169,7 @@ export async function runPrimary(o: PrimaryOptions): Promise<void> {
   await rules.startable;
   if (stopping) return;
   logger.info({ workers: o.workers }, 'starting worker processes');
-  for (let i = 0; i < o.workers; i++) fork();
+  for (let i = 0; i < o.workers; i++) cluster.fork();
 }
 
 /**

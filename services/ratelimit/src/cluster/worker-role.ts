@@ -1,16 +1,36 @@
 // The worker side of worker mode: statistics go to the primary through the relay, the rules come
 // from the primary (it owns the rule source and sends every good load as a snapshot), the debug
 // server's /stats asks the primary for the service totals, the primary learns when this worker
-// listens, and a worker whose primary is gone stops itself.
+// listens (or why it cannot start), the primary's state of the workers reaches the operator page,
+// and a worker whose primary is gone stops itself.
 import cluster from 'node:cluster';
 import type { Logger } from '../logger.js';
 import { isRuleSnapshot, type RuleSnapshot } from '../provider/rule-snapshot.js';
 import { StatsStore } from '@rls/engine';
 import { isRulesErrorMessage, isRulesMessage, RULES_GET, type RulesErrorMessage, type RulesMessage } from './rules-channel.js';
 import { isStatsTotals, storeOfTotals, WorkerStatsRelay, type StatsBatch, type StatsTotals, type StatsTotalsQuery } from './stats-relay.js';
+import { isWorkersStatus, START_FAILURE_REASON_MAX, type StartFailedMessage, type WorkersStatus } from './worker-status.js';
 
 /** How long /stats waits for the primary's totals before answering with an error. */
 export const STATS_TOTALS_TIMEOUT_MS = 5_000;
+/** How long a worker that cannot start waits for its reason to reach the primary before it exits. */
+const START_FAILURE_SEND_MS = 1_000;
+
+/**
+ * Tells the primary why this worker cannot start (it logs and counts it, and retries with
+ * backoff); resolves once sent, or after a second. Nothing to do outside worker mode.
+ */
+export function reportStartFailure(reason: string): Promise<void> {
+  if (!cluster.isWorker || process.send === undefined || !process.connected) return Promise.resolve();
+  const msg: StartFailedMessage = { t: 'rls-start-failed', reason: reason.slice(0, START_FAILURE_REASON_MAX) };
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, START_FAILURE_SEND_MS);
+    process.send?.(msg, undefined, {}, () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
 
 export interface WorkerRole {
   readonly id: number;
@@ -25,6 +45,8 @@ export interface WorkerRole {
   onRules(fn: (snapshot: RuleSnapshot | undefined) => void): void;
   /** Calls `fn` for every load the primary rejects from now on (the operator page's reload history). */
   onRulesError(fn: (failure: RulesErrorMessage) => void): void;
+  /** The primary's last word on its workers: how many serve, replacements failing to start (the operator page). */
+  workersStatus(): WorkersStatus | undefined;
   /** The service-wide statistics: this worker's changes are sent first, then the primary's totals are read. */
   statsTotals(): Promise<StatsStore>;
   /** Tells the primary the listeners are open. */
@@ -64,6 +86,7 @@ export function startWorkerRole(logger: Logger): WorkerRole {
   // Nobody may be awaiting yet; the rejection is still observed by whoever awaits later.
   firstRules.catch(() => undefined);
 
+  let workers: WorkersStatus | undefined;
   const totalsWaiting = new Map<number, { resolve: (t: StatsTotals) => void; timer: NodeJS.Timeout }>();
   let totalsSeq = 0;
 
@@ -74,6 +97,10 @@ export function startWorkerRole(logger: Logger): WorkerRole {
     }
     if (isRulesErrorMessage(msg)) {
       for (const l of rulesErrorListeners) l(msg);
+      return;
+    }
+    if (isWorkersStatus(msg)) {
+      workers = msg;
       return;
     }
     if (isStatsTotals(msg)) {
@@ -107,6 +134,7 @@ export function startWorkerRole(logger: Logger): WorkerRole {
       if (rulesSeq >= 0) fn(rules);
     },
     onRulesError: (fn) => void rulesErrorListeners.push(fn),
+    workersStatus: () => workers,
     statsTotals: async () => {
       await relay.flush();
       const queryId = ++totalsSeq;

@@ -48,7 +48,17 @@ export interface OperatorContext {
   store(): { kind: string; connected: boolean };
   health(): Record<string, boolean>;
   localCache(): { entries: number; budgetBytes: number; hits: number; misses: number } | undefined;
-  workers(): { mode: 'single' | 'worker'; id?: number; count: number };
+  workers(): { mode: 'single' | 'worker'; id?: number; count: number } & Partial<WorkerSupervision>;
+}
+
+/** Worker mode: the primary's state of the workers (cluster/worker-supervisor.ts). Times in ms since the epoch. */
+export interface WorkerSupervision {
+  readonly serving: number;
+  /** Replacements in a row that exited before listening. */
+  readonly startFailures: number;
+  readonly failingSince?: number;
+  readonly lastFailure?: { readonly at: number; readonly reason: string };
+  readonly nextStartAt?: number;
 }
 
 export interface OperatorState {

@@ -6,7 +6,6 @@
 // the dispatcher the request headers, the DATA bytes, the end of the request and resets.
 import type { IncomingHttpHeaders } from 'node:http2';
 import { performance } from 'node:perf_hooks';
-import { gunzip } from 'node:zlib';
 import {
   decodeHealthCheckRequest,
   decodeRateLimitRequest,
@@ -20,6 +19,19 @@ import {
   SHOULD_RATE_LIMIT_PATH,
   type RequestLimits,
 } from '@rls/rls-proto';
+import {
+  INFLATE_CORRUPT,
+  INFLATE_OK,
+  INFLATE_OVER_BUDGET,
+  INFLATE_TOO_LARGE,
+  INFLATER_BYTES,
+  inflateSmall,
+  inflateStreaming,
+  paceCost,
+  type InflateLane,
+  type InflateResult,
+  type Inflation,
+} from './grpc-inflate.js';
 import { isGrpcContentType, parseGrpcTimeout } from './grpc-protocol.js';
 import {
   RequestDecodeFailure,
@@ -36,6 +48,8 @@ import { GrpcStatus, statusForServiceError } from './grpc-status.js';
 import { RATELIMIT_HEALTH_SERVICE, servingStatusOf } from './health-source.js';
 
 export const DEFAULT_MAX_RECEIVE = 4 * 1024 * 1024;
+/** GRPC_MAX_WATCHES_PER_CONNECTION's default (grpc-limits-settings.ts). */
+export const DEFAULT_MAX_WATCHES_PER_CONNECTION = 8;
 export const MAX_TIMER_MS = 2_147_483_647;
 
 export const KIND_NONE = -1;
@@ -44,6 +58,12 @@ export const KIND_CHECK = 1;
 export const KIND_WATCH = 2;
 
 const EMPTY = Buffer.alloc(0);
+
+/** A compressed message on the streaming path: the request bytes it holds, and its inflation once started. */
+interface Inflating {
+  held: number;
+  inflation: Inflation | undefined;
+}
 
 /**
  * One gRPC call on some transport. It is also the handler's CallContext; the AbortController is
@@ -67,6 +87,8 @@ export abstract class GrpcCall implements CallContext {
   /** Health Watch: requested service and the last status sent. */
   service = '';
   lastStatus = -1;
+  /** A compressed message too large to inflate at once, from when it waits for its turn until it is decoded. */
+  inflating: Inflating | undefined = undefined;
 
   get signal(): AbortSignal {
     return (this.controller ??= new AbortController()).signal;
@@ -94,6 +116,18 @@ export abstract class GrpcCall implements CallContext {
    * reset the stream with NO_ERROR once our frames are out (RFC 9113 §8.1).
    */
   abstract stopReading(): void;
+  /**
+   * Counts `n` more request bytes this call holds after its DATA was consumed (a compressed
+   * message, and what it inflates to) against the connection's and the process's receive
+   * budgets. Undefined when they are held, else the refusal, naming the budget.
+   */
+  abstract holdBytes(n: number): string | undefined;
+  /** Gives back bytes taken with holdBytes. */
+  abstract releaseBytes(n: number): void;
+  /** The queue of this call's connection for streaming inflations (the process runs them one at a time, paced). */
+  abstract get inflateLane(): InflateLane;
+  /** Identifies the call's connection (per-connection limits). */
+  abstract get connectionKey(): object;
 }
 
 /**
@@ -138,6 +172,9 @@ export class GrpcDispatcher {
   readonly logger: TransportLogger;
   readonly maxReceive: number;
   readonly watchers = new Set<GrpcCall>();
+  /** Open Watch streams per connection (GRPC_MAX_WATCHES_PER_CONNECTION). */
+  private readonly watchesOf = new WeakMap<object, number>();
+  private readonly maxWatches: number;
   private readonly shouldRateLimit: EncodedShouldRateLimitFn;
   private readonly health: HealthSource;
   private readonly onCall: ((method: string, ms: number) => void) | undefined;
@@ -151,6 +188,7 @@ export class GrpcDispatcher {
     this.logger = opts.logger;
     this.maxReceive = opts.maxReceiveBytes ?? DEFAULT_MAX_RECEIVE;
     this.healthService = opts.healthServiceName ?? RATELIMIT_HEALTH_SERVICE;
+    this.maxWatches = opts.maxWatchesPerConnection ?? DEFAULT_MAX_WATCHES_PER_CONNECTION;
     this.health.onChange(() => this.onHealthChange());
   }
 
@@ -227,10 +265,11 @@ export class GrpcDispatcher {
 
   /** The stream went away (RST_STREAM, connection loss) before or after the answer. */
   onReset(call: GrpcCall): void {
-    if (call.kind === KIND_WATCH) this.watchers.delete(call);
+    if (call.kind === KIND_WATCH) this.dropWatch(call);
     if (call.done) return;
     // The client cancelled or the connection dropped: tell the handler so it stops waiting.
     call.done = true;
+    call.inflating?.inflation?.cancel();
     if (call.timer !== undefined) clearTimeout(call.timer);
     call.abort('client cancelled the call');
   }
@@ -275,13 +314,84 @@ export class GrpcDispatcher {
       this.fail(call, GrpcStatus.UNIMPLEMENTED, `grpc: Decompressor is not installed for grpc-encoding "${enc}"`, true);
       return;
     }
-    gunzip(payload, { maxOutputLength: this.maxReceive }, (err, out) => {
-      if (call.done) return;
-      if (err === null) this.dispatch(call, out);
-      else if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
+    const small = inflateSmall(payload, this.maxReceive);
+    if (small !== undefined) this.inflated(call, small);
+    else this.inflateLarge(call, payload);
+  }
+
+  /**
+   * A message that inflates to more than a small one: its compressed bytes stay counted while it
+   * waits its turn (its connection's lane, then the process's paced scheduler), then its
+   * inflation and output are counted chunk by chunk.
+   */
+  private inflateLarge(call: GrpcCall, payload: Buffer): void {
+    const refused = call.holdBytes(payload.length);
+    if (refused !== undefined) {
+      this.fail(call, GrpcStatus.RESOURCE_EXHAUSTED, refused);
+      return;
+    }
+    const state: Inflating = { held: payload.length, inflation: undefined };
+    call.inflating = state;
+    call.inflateLane.enter((next) => this.runInflation(call, payload, state, next));
+  }
+
+  private runInflation(call: GrpcCall, payload: Buffer, state: Inflating, next: (inflatedBytes: number) => void): void {
+    if (call.done) {
+      this.endInflation(call, state);
+      next(0);
+      return;
+    }
+    const refused = call.holdBytes(INFLATER_BYTES);
+    if (refused !== undefined) {
+      this.endInflation(call, state);
+      this.fail(call, GrpcStatus.RESOURCE_EXHAUSTED, refused);
+      next(0);
+      return;
+    }
+    state.held += INFLATER_BYTES;
+    let inflated = 0;
+    state.inflation = inflateStreaming(
+      payload,
+      this.maxReceive,
+      (n) => {
+        inflated += n;
+        const no = call.holdBytes(n);
+        if (no === undefined) state.held += n;
+        return no;
+      },
+      (r) => {
+        state.inflation = undefined;
+        // Decoding is synchronous: once dispatched, the inflated bytes are no longer held.
+        if (!call.done) this.inflated(call, r);
+        this.endInflation(call, state);
+        next(paceCost(inflated));
+      },
+    );
+  }
+
+  private endInflation(call: GrpcCall, state: Inflating): void {
+    if (call.inflating === state) call.inflating = undefined;
+    call.releaseBytes(state.held);
+    state.held = 0;
+  }
+
+  private inflated(call: GrpcCall, r: InflateResult): void {
+    switch (r.code) {
+      case INFLATE_OK:
+        this.dispatch(call, r.out ?? EMPTY);
+        return;
+      case INFLATE_TOO_LARGE:
         this.fail(call, GrpcStatus.RESOURCE_EXHAUSTED, `grpc: decompressed message larger than max (${this.maxReceive})`);
-      } else this.fail(call, GrpcStatus.INTERNAL, `grpc: failed to decompress the request: ${err.message}`);
-    });
+        return;
+      case INFLATE_OVER_BUDGET:
+        this.fail(call, GrpcStatus.RESOURCE_EXHAUSTED, r.reason ?? 'grpc: no receive budget left to decompress the request');
+        return;
+      case INFLATE_CORRUPT:
+        this.fail(call, GrpcStatus.INTERNAL, `grpc: failed to decompress the request: ${r.reason ?? ''}`);
+        return;
+      default:
+        return; // cancelled: the call ended already
+    }
   }
 
   private dispatch(call: GrpcCall, payload: Buffer): void {
@@ -365,8 +475,9 @@ export class GrpcDispatcher {
   fail(call: GrpcCall, code: number, message: string, acceptEncoding = false): void {
     if (call.done) return;
     call.done = true;
+    call.inflating?.inflation?.cancel();
     if (call.timer !== undefined) clearTimeout(call.timer);
-    if (call.kind === KIND_WATCH) this.watchers.delete(call);
+    if (call.kind === KIND_WATCH) this.dropWatch(call);
     try {
       call.sendStatus(200, code, message, acceptEncoding);
     } catch (err) {
@@ -384,14 +495,31 @@ export class GrpcDispatcher {
       this.failDecode(call, err);
       return;
     }
+    // A Watch stays open for good and each health change writes to every one: their number per
+    // connection is bounded, so connections × this bounds their memory and the work per change.
+    const key = call.connectionKey;
+    const open = this.watchesOf.get(key) ?? 0;
+    if (open >= this.maxWatches) {
+      this.fail(call, GrpcStatus.RESOURCE_EXHAUSTED, `grpc: more than ${this.maxWatches} health Watch streams on one connection (GRPC_MAX_WATCHES_PER_CONNECTION)`);
+      return;
+    }
     try {
       if (!call.startStreaming()) return;
     } catch (err) {
       this.logger.debug({ err }, 'grpc watch start failed');
       return;
     }
+    this.watchesOf.set(key, open + 1);
     this.watchers.add(call);
     this.pushWatch(call);
+  }
+
+  private dropWatch(call: GrpcCall): void {
+    if (!this.watchers.delete(call)) return;
+    const key = call.connectionKey;
+    const open = (this.watchesOf.get(key) ?? 1) - 1;
+    if (open > 0) this.watchesOf.set(key, open);
+    else this.watchesOf.delete(key);
   }
 
   private pushWatch(call: GrpcCall): void {

@@ -69,14 +69,14 @@ export const GRPC_LIMIT_SETTING_DEFS = {
     name: 'GRPC_CONNECTION_BUFFER',
     default: String(8 * MIB),
     meaning:
-      'Request bytes one gRPC connection may have buffered in incomplete messages (bytes). A connection at its budget gets no more flow-control window; a client that sends beyond the window it was granted gets FLOW_CONTROL_ERROR. Must hold one message of the maximum size (4 MiB + 5).',
+      'Request bytes one gRPC connection may hold (bytes): incomplete messages, the flow-control window granted, and compressed messages with what they inflate to while they are inflated. A connection at its budget gets no more flow-control window; a client that sends beyond the window it was granted gets FLOW_CONTROL_ERROR; a compressed message that does not fit is refused with RESOURCE_EXHAUSTED. Must hold one message of the maximum size (4 MiB + 5).',
     parse: (raw) => parseInteger(raw, MAX_MESSAGE_FRAME, 2 ** 31 - 1),
   }),
   grpcProcessBufferBytes: def({
     name: 'GRPC_PROCESS_BUFFER',
     default: String(128 * MIB),
     meaning:
-      'Request bytes all gRPC connections of a process together may have buffered or granted as flow-control window beyond HTTP/2\'s fixed initial 64 KiB per connection (bytes). When used up, connections only recycle their initial window. Worst case per process: this + GRPC_MAX_CONNECTIONS × 64 KiB.',
+      'Request bytes all gRPC connections of a process together may hold beyond HTTP/2\'s fixed initial 64 KiB per connection (bytes): buffered, granted as flow-control window, or held by compressed messages being inflated. When used up, connections only recycle their initial window and compressed messages that inflate to more than 16 KiB are refused with RESOURCE_EXHAUSTED. Worst case per process: this + GRPC_MAX_CONNECTIONS × 64 KiB.',
     parse: (raw) => parseInteger(raw, MAX_MESSAGE_FRAME, 2 ** 40),
   }),
   grpcMaxResetsPerSecond: def({
@@ -92,6 +92,20 @@ export const GRPC_LIMIT_SETTING_DEFS = {
     meaning:
       'Frames that carry no request per gRPC connection per second: PING, SETTINGS, WINDOW_UPDATE, PRIORITY, empty DATA without END_STREAM, empty HEADERS/CONTINUATION fragments, unknown types; each request earns one back (PINGs in step with traffic, such as grpc-go\'s BDP pings, are not a flood). One more and the connection gets GOAWAY ENHANCE_YOUR_CALM and is closed.',
     parse: (raw) => parseInteger(raw, 1),
+  }),
+  grpcInflateBytesPerSecond: def({
+    name: 'GRPC_INFLATE_BYTES_PER_SECOND',
+    default: String(16 * MIB),
+    meaning:
+      'Bytes per second the process inflates for compressed gRPC messages that inflate to more than 16 KiB (each counted as at least 64 KiB); smaller ones are inflated at once and not counted. These run one at a time, connections in turn; the rest wait, holding only their compressed bytes. 4 KB of gzip can inflate to 4 MB: unpaced, a few connections of such messages took a well-behaved client\'s p99 latency up tenfold (CPU, and collections of the garbage). 16 MiB/s costs about 1 % of a core and passes four messages of the maximum size per second; Envoy does not compress rate limit requests.',
+    parse: (raw) => parseInteger(raw, MIB, 2 ** 40),
+  }),
+  grpcMaxWatchesPerConnection: def({
+    name: 'GRPC_MAX_WATCHES_PER_CONNECTION',
+    default: '8',
+    meaning:
+      'Open grpc.health.v1 Health/Watch streams per gRPC connection; one more is refused with RESOURCE_EXHAUSTED. A Watch stays open for good and every health change writes to each one, so this × GRPC_MAX_CONNECTIONS bounds their memory (about 300 bytes each) and the work of a change. A gRPC client watches once per connection and service name; Envoy uses Check.',
+    parse: (raw) => parseInteger(raw, 1, 1_000_000),
   }),
 } as const;
 
@@ -110,6 +124,8 @@ export const DEFAULT_GRPC_LIMITS: GrpcLimits = {
   processBufferBytes: 128 * MIB,
   maxResetsPerSecond: 500,
   maxControlFramesPerSecond: 1000,
+  inflateBytesPerSecond: 16 * MIB,
+  maxWatchesPerConnection: 8,
 };
 
 export interface GrpcLimitSettingsView {
@@ -124,6 +140,8 @@ export interface GrpcLimitSettingsView {
   readonly grpcProcessBufferBytes: number;
   readonly grpcMaxResetsPerSecond: number;
   readonly grpcMaxControlFramesPerSecond: number;
+  readonly grpcInflateBytesPerSecond: number;
+  readonly grpcMaxWatchesPerConnection: number;
 }
 
 export function grpcLimitsOf(s: GrpcLimitSettingsView): GrpcLimits {
@@ -139,6 +157,8 @@ export function grpcLimitsOf(s: GrpcLimitSettingsView): GrpcLimits {
     processBufferBytes: s.grpcProcessBufferBytes,
     maxResetsPerSecond: s.grpcMaxResetsPerSecond,
     maxControlFramesPerSecond: s.grpcMaxControlFramesPerSecond,
+    inflateBytesPerSecond: s.grpcInflateBytesPerSecond,
+    maxWatchesPerConnection: s.grpcMaxWatchesPerConnection,
   };
 }
 

@@ -86,6 +86,10 @@ export interface GrpcLimits {
   readonly processBufferBytes: number;
   readonly maxResetsPerSecond: number;
   readonly maxControlFramesPerSecond: number;
+  /** Output bytes per second the process inflates for compressed messages beyond 16 KiB inflated. */
+  readonly inflateBytesPerSecond: number;
+  /** Open grpc.health.v1 Watch streams per connection. */
+  readonly maxWatchesPerConnection: number;
 }
 
 export interface GrpcTlsOptions {
@@ -114,6 +118,8 @@ export interface GrpcDispatcherOptions {
   logger: TransportLogger;
   /** Largest accepted request message, in bytes (default 4 MiB, grpc-go's default). */
   maxReceiveBytes?: number | undefined;
+  /** Open grpc.health.v1 Watch streams per connection; more are refused with RESOURCE_EXHAUSTED (the transport passes GRPC_MAX_WATCHES_PER_CONNECTION; default 8). */
+  maxWatchesPerConnection?: number | undefined;
   /** Health service name that reflects the aggregate health (default "ratelimit"). */
   healthServiceName?: string | undefined;
   /** Descriptor/entry bounds enforced while decoding (limits-settings.ts; the decoder's defaults when absent). */

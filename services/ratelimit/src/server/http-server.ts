@@ -12,7 +12,10 @@
 //   get 405 with `Allow: POST`, which tells a misconfigured caller what is wrong;
 // - every input is bounded (limits-settings.ts): body size (413), descriptors, entries and entry
 //   length (400 naming the limit, checked while mapping the JSON), header/request/keep-alive
-//   timeouts and the number of connections (connection-guard.ts).
+//   timeouts and the number of connections (connection-guard.ts);
+// - a body with a Content-Encoding other than identity gets 415 naming the encoding. Bodies are
+//   never inflated here (upstream does not either, and then fails to parse the bytes as JSON),
+//   so compressed input cannot grow beyond HTTP_MAX_BODY_BYTES.
 import type http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -166,6 +169,12 @@ class HttpServerImpl {
   }
 
   private handleJson(req: IncomingMessage, res: ServerResponse): void {
+    const encoding = req.headers['content-encoding'];
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+      sendError(res, 415, `Content-Encoding "${encoding.slice(0, 64)}" is not supported on /json; send the body uncompressed`, { connection: 'close' });
+      req.resume();
+      return;
+    }
     const declared = Number(req.headers['content-length'] ?? '0');
     if (declared > this.maxBody) {
       this.tooLarge(req, res);

@@ -9,7 +9,9 @@
 // decides whether to use it; neither the engine nor the dispatcher knows it exists.
 //
 // Bounded: entries belong to the current second only (duration_until_reset changes every
-// second) and at most `maxEntries` are kept per second.
+// second), at most `maxEntries` are kept per second, and at most `maxBytes` of request and answer
+// bytes: the key is the client's request, up to the 4 MiB message limit, so a count alone would
+// let 10,000 over-limit requests of up to 4 MiB each be held every second.
 import type { LocalDecision } from '@rls/engine';
 import { equalBytes } from './h2/bytes.js';
 import type { EncodedAnswer, EncodedShouldRateLimitFn, EncodedShouldRateLimitWrapper } from './grpc-server-types.js';
@@ -21,6 +23,8 @@ interface Entry {
 }
 
 export const DEFAULT_MEMO_ENTRIES = 10_000;
+/** Request plus answer bytes remembered per second: ample for Envoy's few-hundred-byte requests. */
+export const DEFAULT_MEMO_BYTES = 16 * 1024 * 1024;
 
 /** FNV-1a over the bytes: the map key (collisions are settled by comparing the bytes). */
 function hashBytes(b: Buffer): number {
@@ -32,11 +36,20 @@ function hashBytes(b: Buffer): number {
 export class LocalAnswerMemo {
   private second = -1;
   private readonly entries = new Map<number, Entry>();
+  private bytes = 0;
 
-  constructor(private readonly maxEntries = DEFAULT_MEMO_ENTRIES) {}
+  constructor(
+    private readonly maxEntries = DEFAULT_MEMO_ENTRIES,
+    private readonly maxBytes = DEFAULT_MEMO_BYTES,
+  ) {}
 
   get size(): number {
     return this.entries.size;
+  }
+
+  /** Request and answer bytes remembered for the current second. */
+  get heldBytes(): number {
+    return this.bytes;
   }
 
   /** The wrapper: answers remembered requests itself, asks `next` for the others and remembers what qualifies. */
@@ -68,11 +81,16 @@ export class LocalAnswerMemo {
     if (decision === undefined || decision.second < this.second) return answer;
     if (decision.second > this.second) {
       this.entries.clear();
+      this.bytes = 0;
       this.second = decision.second;
     }
-    if (this.entries.size >= this.maxEntries) return answer;
+    const cost = payload.length + answer.body.length;
+    if (this.entries.size >= this.maxEntries || this.bytes + cost > this.maxBytes) return answer;
     const hash = hashBytes(payload);
-    if (!this.entries.has(hash)) this.entries.set(hash, { payload: Buffer.from(payload), answer, decision });
+    if (!this.entries.has(hash)) {
+      this.entries.set(hash, { payload: Buffer.from(payload), answer, decision });
+      this.bytes += cost;
+    }
     return answer;
   }
 }

@@ -86,6 +86,14 @@ function renderStore(s) {
   );
   const w = s.process.workers;
   add('Workers', w.mode === 'single' ? '1 (single process)' : `${w.count}; this page shows worker ${w.id}'s counts (rules are the same in every worker)`);
+  if (w.mode === 'worker' && w.serving !== undefined && (w.serving < w.count || w.startFailures > 0)) {
+    // A replacement that cannot start: the others serve meanwhile; the primary retries with backoff.
+    const parts = [`${w.serving} of ${w.count} serving`];
+    if (w.startFailures > 0) parts.push(`a replacement failed to start ${w.startFailures}× since ${fmtTime(w.failingSince ?? 0)}`);
+    if (w.lastFailure) parts.push(`last: ${w.lastFailure.reason}`);
+    if (w.nextStartAt !== undefined) parts.push(`next try in ${fmtDuration(Math.max(0, Math.round((w.nextStartAt - s.now) / 1000)))}`);
+    add('Worker starts', parts.join(' · '), 'bad');
+  }
   add('Process', `pid ${s.process.pid} · up ${fmtDuration(s.process.uptimeSeconds)}`);
   dl.replaceChildren(...rows);
 }

@@ -1,7 +1,8 @@
 // Hostile gRPC clients against the real service process (issue 12, findings 1-3), on its HTTP/2
 // transport: raw frames over real sockets (the testkit's H2RawClient) attack memory (partial
-// 4 MB messages on many streams), descriptors (idle and preface-less connections, the connection
-// cap) and CPU (rapid reset, control-frame floods); each test asserts the bound that now holds.
+// 4 MB messages on many streams, health Watch streams that stay open), descriptors (idle and
+// preface-less connections, the connection cap) and CPU (rapid reset, control-frame floods); each
+// test asserts the bound that now holds.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -16,7 +17,6 @@ import {
   grpcMessage,
   grpcRequestHeaders,
   H2ErrorCode,
-  H2TimeoutError,
   h2ErrorName,
   hpackLiteralBlock,
   SettingId,
@@ -24,9 +24,11 @@ import {
   type H2RawClient,
 } from '@rls/testkit';
 import { startService, writeRules, type ServiceProcess } from '../support/service-process.js';
+import { WindowedSender } from '../support/windowed-sender.js';
 
 const RLS = '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit';
 const CHECK = '/grpc.health.v1.Health/Check';
+const WATCH = '/grpc.health.v1.Health/Watch';
 const RULES = 'domain: hostile\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: hour\n      requests_per_unit: 100000000\n';
 const MIB = 1024 * 1024;
 
@@ -80,83 +82,6 @@ async function unary(port: number, path: string, message: Buffer): Promise<{ sta
     return await done;
   } finally {
     session.close();
-  }
-}
-
-/**
- * Sends DATA only within the flow-control windows the server granted (as a real, patient
- * attacker would: sending beyond them just ends in FLOW_CONTROL_ERROR).
- */
-class WindowedSender {
-  private seen = 0;
-  private conn = 65_535;
-  private streamInitial = 65_535;
-  private readonly streams = new Map<number, number>();
-  private readonly reset = new Set<number>();
-
-  constructor(private readonly c: H2RawClient) {}
-
-  private absorb(): void {
-    const frames = this.c.received;
-    for (; this.seen < frames.length; this.seen++) {
-      const f = frames[this.seen]!;
-      if (f.type === FrameType.SETTINGS && (f.flags & FrameFlag.ACK) === 0) {
-        for (let i = 0; i + 6 <= f.payload.length; i += 6) {
-          if (f.payload.readUInt16BE(i) !== SettingId.INITIAL_WINDOW_SIZE) continue;
-          const v = f.payload.readUInt32BE(i + 2);
-          for (const [id, w] of this.streams) this.streams.set(id, w + v - this.streamInitial);
-          this.streamInitial = v;
-        }
-      } else if (f.type === FrameType.WINDOW_UPDATE && f.payload.length === 4) {
-        const inc = f.payload.readUInt32BE(0) & 0x7fffffff;
-        if (f.streamId === 0) this.conn += inc;
-        else this.streams.set(f.streamId, this.window(f.streamId) + inc);
-      } else if (f.type === FrameType.RST_STREAM) {
-        this.reset.add(f.streamId);
-      }
-    }
-  }
-
-  private window(id: number): number {
-    return this.streams.get(id) ?? this.streamInitial;
-  }
-
-  /**
-   * Round-robin over `plan` (stream id -> bytes still to send) in frames of at most 16 KiB until
-   * everything is sent, the connection closes, or no window arrives for `stallMs`. Returns the
-   * bytes sent.
-   */
-  async pump(plan: Map<number, Buffer>, endStream: boolean, stallMs: number): Promise<number> {
-    let sent = 0;
-    for (;;) {
-      this.absorb();
-      let progressed = false;
-      for (const [id, rest] of plan) {
-        if (this.reset.has(id) || rest.length === 0) continue;
-        const n = Math.min(16_384, rest.length, this.conn, this.window(id));
-        if (n <= 0) continue;
-        const last = n === rest.length;
-        this.c.data(id, rest.subarray(0, n), { endStream: endStream && last });
-        plan.set(id, rest.subarray(n));
-        this.conn -= n;
-        this.streams.set(id, this.window(id) - n);
-        sent += n;
-        progressed = true;
-      }
-      if (this.c.isSocketClosed) return sent;
-      if ([...plan.entries()].every(([id, rest]) => rest.length === 0 || this.reset.has(id))) return sent;
-      if (progressed) {
-        // Let the socket drain and the server's WINDOW_UPDATEs arrive.
-        await new Promise((r) => setImmediate(r));
-        continue;
-      }
-      try {
-        await this.c.nextFrame(stallMs);
-      } catch (err) {
-        if (err instanceof H2TimeoutError) return sent; // stalled: the server grants no more
-        throw err;
-      }
-    }
   }
 }
 
@@ -269,6 +194,40 @@ describe(`hostile clients: budgets and the connection cap (default timeouts)`, (
       assert.ok(clients.every((c) => !c.isSocketClosed));
     } finally {
       for (const c of clients) await c.close();
+    }
+  });
+
+  test('GRPC_MAX_WATCHES_PER_CONNECTION: health Watch streams beyond 8 on one connection are refused', async () => {
+    // A Watch stays open for good and each health change writes to every one: unbounded, 1,000
+    // streams on each of 4,096 connections would be 4 million of them.
+    const open = async (n: number): Promise<{ c: H2RawClient; watching: number; refused: string[] }> => {
+      const c = await connectH2({ port });
+      await c.handshake();
+      for (let i = 0; i < n; i++) c.grpcRequest(1 + 2 * i, WATCH, encodeHealthCheckRequest({ service: 'ratelimit' }));
+      const ids = Array.from({ length: n }, (_, i) => 1 + 2 * i);
+      // Each stream gets either its first message (SERVING) or a trailers-only refusal.
+      await waitFor(() => ids.every((id) => c.received.some((f) => f.streamId === id && (f.type === FrameType.DATA || (f.type === FrameType.HEADERS && (f.flags & FrameFlag.END_STREAM) !== 0)))), { what: `an answer on each of ${n} Watch streams`, timeoutMs: 10_000 });
+      const watching = ids.filter((id) => c.received.some((f) => f.streamId === id && f.type === FrameType.DATA)).length;
+      const refused = c.received.filter((f) => f.type === FrameType.HEADERS && (f.flags & FrameFlag.END_STREAM) !== 0).map((f) => {
+        const fields = new Map(f.fields ?? []);
+        return `${fields.get('grpc-status') ?? '?'} ${decodeURIComponent(fields.get('grpc-message') ?? '')}`;
+      });
+      return { c, watching, refused };
+    };
+    const first = await open(20);
+    try {
+      assert.equal(first.watching, 8);
+      assert.deepEqual(new Set(first.refused), new Set(['8 grpc: more than 8 health Watch streams on one connection (GRPC_MAX_WATCHES_PER_CONNECTION)']));
+      assert.equal(first.refused.length, 12);
+      // Per connection: another one gets its own 8.
+      const second = await open(8);
+      try {
+        assert.equal(second.watching, 8);
+      } finally {
+        await second.c.close();
+      }
+    } finally {
+      await first.c.close();
     }
   });
 

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { encodeRateLimitRequest, type RateLimitRequestMsg } from '@rls/rls-proto';
 import { loadRuleSet, type LimiterOptions } from '@rls/engine';
 import { GrpcCall, GrpcDispatcher } from '../../src/server/grpc-calls.js';
+import { InflateScheduler, type InflateLane } from '../../src/server/grpc-inflate.js';
 import { LocalAnswerMemo } from '../../src/server/local-answer-memo.js';
 import { harness, type Harness } from '@rls/engine/testing';
 
@@ -35,6 +36,17 @@ class CapturedCall extends GrpcCall {
   }
   sendMessage(): void {}
   stopReading(): void {}
+  // Only compressed messages use these; this test sends none.
+  holdBytes(): string | undefined {
+    return undefined;
+  }
+  releaseBytes(): void {}
+  get connectionKey(): object {
+    return this;
+  }
+  get inflateLane(): InflateLane {
+    return new InflateScheduler({ bytesPerSecond: 1, now: Date.now, delay: setTimeout }).lane();
+  }
 }
 
 interface Side {
@@ -46,10 +58,10 @@ interface Side {
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
-function side(yaml: string, options: Partial<LimiterOptions>, withMemo: boolean): Side {
+function side(yaml: string, options: Partial<LimiterOptions>, withMemo: boolean, memoBytes?: number): Side {
   const h = harness(yaml, options, 1_000_000);
   const decided = { n: 0 };
-  const memo = withMemo ? new LocalAnswerMemo() : undefined;
+  const memo = withMemo ? new LocalAnswerMemo(undefined, memoBytes) : undefined;
   const dispatcher = new GrpcDispatcher({
     shouldRateLimit: (req) => {
       decided.n++;
@@ -89,8 +101,9 @@ class Pair {
   constructor(
     private readonly yaml: string,
     options: Partial<LimiterOptions>,
+    memoBytes?: number,
   ) {
-    this.memo = side(yaml, options, true);
+    this.memo = side(yaml, options, true, memoBytes);
     this.plain = side(yaml, options, false);
   }
   async send(req: RateLimitRequestMsg, times = 1): Promise<Buffer | string> {
@@ -170,6 +183,19 @@ describe('memo of local-cache answers', () => {
     await p.send(req('user', 'a'), 5);
     p.assertSameEffects();
     assert.ok(p.memo.memo!.size > 0);
+  });
+
+  test('bounded in bytes per second: large over-limit requests are decided each time once the budget is spent', async () => {
+    // Room for about one small entry (request + answer): a large request never fits.
+    const p = new Pair(YAML, { localCacheSizeInBytes: 10_000 }, 200);
+    const big = req('user', 'v'.repeat(400));
+    await p.send(big, 6);
+    assert.equal(p.memo.decided.n, 6, 'never answered from the memo');
+    assert.equal(p.memo.memo!.size, 0);
+    await p.send(req('user', 'a'), 6);
+    assert.ok(p.memo.decided.n < 12, 'a small one still fits');
+    assert.ok(p.memo.memo!.heldBytes <= 200, `held ${p.memo.memo!.heldBytes} bytes`);
+    p.assertSameEffects();
   });
 
   test('a remembered key evicted from a full local cache is decided again', async () => {

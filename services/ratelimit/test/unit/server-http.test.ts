@@ -2,6 +2,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import { gzipSync } from 'node:zlib';
 import { waitFor } from '@rls/testkit';
 import { createHttpServer, type HttpServer } from '../../src/server/http-server.js';
 import { scriptedService, TestHealth } from '../support/server-test-support.js';
@@ -124,6 +125,34 @@ describe('HTTP server', () => {
       req.write(Buffer.alloc(600 * 1024, 0x20), () => req.end());
     });
     assert.equal(streamed, 413);
+  });
+
+  test('a compressed /json body (Content-Encoding other than identity) ⇒ 415 naming it, never inflated', async () => {
+    const body = gzipSync(one('zipped'));
+    for (const encoding of ['gzip', 'deflate', 'br, gzip']) {
+      const r = await new Promise<Reply>((resolve, reject) => {
+        const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/json', agent: false, headers: { 'content-encoding': encoding } }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+      assert.equal(r.status, 415, encoding);
+      assert.deepEqual(JSON.parse(r.body), { error: `Content-Encoding "${encoding}" is not supported on /json; send the body uncompressed` });
+    }
+    assert.ok(!svc.seen.some((req) => req.domain === 'zipped'), 'never decided');
+    // identity is no encoding at all.
+    const plain = await new Promise<number>((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/json', agent: false, headers: { 'content-encoding': 'identity' } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.end(one('identity'));
+    });
+    assert.equal(plain, 200);
   });
 
   test('/healthcheck: 200 OK when healthy, 500 empty when not', async () => {

@@ -140,6 +140,12 @@ const CLOSED_BY_END = 1;
 const CLOSED_BY_PEER_RST = 2;
 const CLOSED_BY_US = 3;
 
+/** Results of holdBytes. */
+export const HOLD_OK = 0;
+export const HOLD_CONNECTION = 1;
+export const HOLD_PROCESS = 2;
+export const HOLD_CLOSED = 3;
+
 const ST_PREFACE = 0;
 const ST_SETTINGS = 1;
 const ST_OPEN = 2;
@@ -349,6 +355,40 @@ export class H2Connection<S extends H2Stream> {
       this.held -= surplus;
       this.budget.give(surplus);
     }
+  }
+
+  /**
+   * Counts `n` more request bytes held for `stream` after its DATA was consumed — a compressed
+   * message and what it inflates to — against the connection's budget (with the window granted,
+   * as the DATA bytes are) and, beyond what the connection already holds, the process budget.
+   * They stay counted in the stream's recvBuffered, so closing the stream gives them back
+   * whatever happens to the handler. HOLD_OK, or which budget refused (nothing is taken then).
+   */
+  holdBytes(stream: S, n: number): number {
+    if (this.state === ST_DEAD || stream.closed) return HOLD_CLOSED;
+    if (this.recvWindow + this.buffered + n > this.connectionBuffer) return HOLD_CONNECTION;
+    const own = DEFAULT_WINDOW + this.held - this.recvWindow - this.buffered;
+    if (n > own) {
+      const need = n - Math.max(0, own);
+      const got = this.budget.take(need);
+      if (got < need) {
+        this.budget.give(got);
+        return HOLD_PROCESS;
+      }
+      this.held += got;
+    }
+    stream.recvBuffered += n;
+    this.buffered += n;
+    return HOLD_OK;
+  }
+
+  /** Gives back up to `n` bytes taken with holdBytes (none after the stream closed: closing gave them back). */
+  releaseBytes(stream: S, n: number): void {
+    const k = Math.min(n, stream.recvBuffered);
+    if (k <= 0) return;
+    stream.recvBuffered -= k;
+    this.buffered -= k;
+    if (!this.parsing && this.state !== ST_DEAD) this.refill();
   }
 
   /** Counts a frame that carries no request; false (after GOAWAY ENHANCE_YOUR_CALM) over the limit. */

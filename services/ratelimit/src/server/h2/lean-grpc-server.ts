@@ -12,8 +12,9 @@ import { encodeGrpcMessage } from '../grpc-protocol.js';
 import type { GrpcLimits, GrpcServer, GrpcServerOptions, GrpcTlsOptions, TransportLogger } from '../grpc-server-types.js';
 import { listenOn, removeStaleSocket, tlsContextOptions } from '../listen-support.js';
 import { silentLogger } from '../transport-logger.js';
-import { DEFAULT_GRPC_LIMITS, sweepIntervalMs } from '../grpc-limits-settings.js';
-import { H2Connection, type H2Handler, type H2Options, type H2Stream, type H2Timeouts } from './connection.js';
+import { DEFAULT_GRPC_LIMITS, GRPC_LIMIT_SETTING_DEFS, sweepIntervalMs } from '../grpc-limits-settings.js';
+import { InflateScheduler, type InflateLane } from '../grpc-inflate.js';
+import { H2Connection, HOLD_CONNECTION, HOLD_OK, HOLD_PROCESS, type H2Handler, type H2Options, type H2Stream, type H2Timeouts } from './connection.js';
 import { ReceiveBudget, type CoarseClock } from './receive-budget.js';
 import { OK_HEADERS_BLOCK, OK_TRAILERS_BLOCK, statusTrailersBlock, trailersOnlyBlock } from './hpack-encoder.js';
 import { GrpcCapacityLog } from '../grpc-capacity-log.js';
@@ -35,9 +36,11 @@ class LeanCall extends GrpcCall implements H2Stream {
   pendingTrailers: Buffer | undefined = undefined;
   resetWhenSent = false;
   private headerObject: IncomingHttpHeaders | undefined = undefined;
+  private readonly server: LeanServer;
 
-  constructor(conn: H2Connection<LeanCall>, id: number, fields: string[]) {
+  constructor(server: LeanServer, conn: H2Connection<LeanCall>, id: number, fields: string[]) {
     super();
+    this.server = server;
     this.conn = conn;
     this.id = id;
     this.fields = fields;
@@ -86,11 +89,30 @@ class LeanCall extends GrpcCall implements H2Stream {
   stopReading(): void {
     this.conn.stopReading(this);
   }
+
+  holdBytes(n: number): string | undefined {
+    const r = this.conn.holdBytes(this, n);
+    return r === HOLD_OK ? undefined : this.server.holdRefusal(r);
+  }
+
+  releaseBytes(n: number): void {
+    this.conn.releaseBytes(this, n);
+  }
+
+  get inflateLane(): InflateLane {
+    return this.server.laneOf(this.conn);
+  }
+
+  get connectionKey(): object {
+    return this.conn;
+  }
 }
 
 interface ConnectionTimers {
   age: NodeJS.Timeout | undefined;
   grace: NodeJS.Timeout | undefined;
+  /** Made on the first compressed message that needs the streaming inflation. */
+  lane: InflateLane | undefined;
 }
 
 function onAge(conn: H2Connection<LeanCall>, server: LeanServer, ageMs: number): void {
@@ -99,6 +121,10 @@ function onAge(conn: H2Connection<LeanCall>, server: LeanServer, ageMs: number):
 
 function onGraceOver(conn: H2Connection<LeanCall>): void {
   conn.destroy();
+}
+
+function unrefTimer(fn: () => void, ms: number): void {
+  setTimeout(fn, ms).unref();
 }
 
 function onSweep(server: LeanServer): void {
@@ -130,6 +156,9 @@ class LeanServer implements H2Handler<LeanCall> {
   private sweepPending = false;
   private countersFrom: number;
   private readonly capacityLog: GrpcCapacityLog;
+  private readonly connectionRefusal: string;
+  private readonly processRefusal: string;
+  private readonly inflater: InflateScheduler;
 
   constructor(opts: GrpcServerOptions) {
     this.logger = opts.logger ?? silentLogger;
@@ -140,7 +169,10 @@ class LeanServer implements H2Handler<LeanCall> {
     this.countersFrom = this.clock.now;
     const l = this.limits;
     this.timeouts = { prefaceMs: l.prefaceTimeoutMs, idleMs: l.idleTimeoutMs, requestReadMs: l.requestReadTimeoutMs };
-    this.d = new GrpcDispatcher({ ...opts, logger: this.logger });
+    const defs = GRPC_LIMIT_SETTING_DEFS;
+    this.connectionRefusal = `grpc: no receive budget left to decompress the request: this connection holds its ${defs.grpcConnectionBufferBytes.name} (${l.connectionBufferBytes} bytes)`;
+    this.processRefusal = `grpc: no receive budget left to decompress the request: the process holds its ${defs.grpcProcessBufferBytes.name} (${l.processBufferBytes} bytes)`;
+    this.d = new GrpcDispatcher({ ...opts, logger: this.logger, maxWatchesPerConnection: opts.maxWatchesPerConnection ?? l.maxWatchesPerConnection });
     this.maxStreams = opts.maxConcurrentStreams ?? 1000;
     this.verifyClient = opts.tls?.verifyClient;
     this.maxAgeMs = opts.maxConnectionAgeMs ?? 0;
@@ -158,6 +190,7 @@ class LeanServer implements H2Handler<LeanCall> {
       maxResets: l.maxResetsPerSecond,
       maxControlFrames: l.maxControlFramesPerSecond,
     };
+    this.inflater = new InflateScheduler({ bytesPerSecond: l.inflateBytesPerSecond, now: this.now, delay: unrefTimer });
     this.sweeper = setInterval(onSweep, sweepIntervalMs(l), this);
     this.sweeper.unref();
     if (opts.tls !== undefined) {
@@ -208,7 +241,7 @@ class LeanServer implements H2Handler<LeanCall> {
     }
     socket.setNoDelay(true);
     const conn = new H2Connection<LeanCall>(socket, this, this.h2, this.now());
-    const timers: ConnectionTimers = { age: undefined, grace: undefined };
+    const timers: ConnectionTimers = { age: undefined, grace: undefined, lane: undefined };
     this.connections.set(conn, timers);
     if (this.maxAgeMs > 0) {
       const ageMs = jitteredAge(this.maxAgeMs, this.random);
@@ -289,7 +322,21 @@ class LeanServer implements H2Handler<LeanCall> {
   // ---- H2Handler ----
 
   newStream(conn: H2Connection<LeanCall>, id: number, fields: string[]): LeanCall {
-    return new LeanCall(conn, id, fields);
+    return new LeanCall(this, conn, id, fields);
+  }
+
+  laneOf(conn: H2Connection<LeanCall>): InflateLane {
+    const timers = this.connections.get(conn);
+    // A connection already forgotten (closing) gets a lane of its own; its streams are ending anyway.
+    if (timers === undefined) return this.inflater.lane();
+    return (timers.lane ??= this.inflater.lane());
+  }
+
+  /** The RESOURCE_EXHAUSTED message of a refused holdBytes. */
+  holdRefusal(result: number): string {
+    if (result === HOLD_CONNECTION) return this.connectionRefusal;
+    if (result === HOLD_PROCESS) return this.processRefusal;
+    return 'grpc: the stream is closed';
   }
 
   // The request head read from the last field list: a repeated header block arrives as the same
