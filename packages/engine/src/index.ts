@@ -4,11 +4,13 @@
 // with the in-memory store, and the stats registry the limiter counts into. No network I/O.
 export * from './clock.js';
 export * from './config/file-source.js';
+export * from './config/ip-address.js';
 export * from './config/rule-file.js';
 export * from './config/rule-set.js';
 export * from './config/rule-stats.js';
 export * from './config/rule-tree.js';
 export * from './config/units.js';
+export * from './config/value-index.js';
 export * from './config/wildcard.js';
 export * from './config/xds-rule-source.js';
 export * from './config/yaml-document.js';
@@ -20,6 +22,7 @@ export * from './limiter/descriptor-status.js';
 export * from './limiter/dynamic-metadata.js';
 export * from './limiter/fixed-window-limiter.js';
 export * from './limiter/hits-addend.js';
+export * from './limiter/limit-group.js';
 export * from './limiter/local-cache.js';
 export * from './limiter/options.js';
 export * from './limiter/overall-code.js';
