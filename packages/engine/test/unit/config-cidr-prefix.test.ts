@@ -218,7 +218,7 @@ describe('property: the trie picks what a linear scan picks', () => {
           rules.forEach((r, i) => {
             const text = `${r.v6 ? v6Text(r.n, 1) : v4Text(r.n)}/${r.bits}`;
             const cidr = parseCidr(text);
-            assert.ok(typeof cidr !== 'string', `${text}: ${String(cidr)}`);
+            assert.ok(typeof cidr !== 'string', `${text}: ${typeof cidr === 'string' ? cidr : ''}`);
             assert.ok(index.addCidr(cidr, i));
             yaml.push(`  - {key: ip, cidr: "${text}", rate_limit: {unit: second, requests_per_unit: 1, name: r${i}}}`);
           });
