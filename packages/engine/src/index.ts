@@ -26,6 +26,7 @@ export * from './limiter/limit-group.js';
 export * from './limiter/local-cache.js';
 export * from './limiter/options.js';
 export * from './limiter/overall-code.js';
+export * from './limiter/policy-headers.js';
 export * from './limiter/response-headers.js';
 export * from './limiter/window.js';
 export * from './service.js';

@@ -17,6 +17,7 @@ import { decidingIndex } from './limiter/limit-group.js';
 import { LocalOverLimitCache } from './limiter/local-cache.js';
 import type { LimiterOptions } from './limiter/options.js';
 import { overallCode, isQuotaDescriptor } from './limiter/overall-code.js';
+import { policyHeaders } from './limiter/policy-headers.js';
 import { headerStatusIndex, rateLimitHeaders } from './limiter/response-headers.js';
 import type { Counter, StatsStore } from './stats/stats-store.js';
 
@@ -405,9 +406,17 @@ export class RateLimitService {
     const opts = this.options;
     let code = overallCode(statuses, matches, unlimited, opts.quotaMode);
     const response: DecidedResponse = { overallCode: code, statuses, responseHeadersToAdd: [] };
-    if (opts.responseHeaders.enabled) {
+    const headers = opts.responseHeaders;
+    if (headers.enabled || headers.policyHeaders === true) {
       const chosen = headerStatusIndex(statuses, (i) => isQuotaDescriptor(matches[i], opts.quotaMode));
-      if (chosen >= 0) response.responseHeadersToAdd = rateLimitHeaders(opts.responseHeaders, statuses[chosen]!);
+      if (headers.enabled && chosen >= 0) response.responseHeadersToAdd = rateLimitHeaders(headers, statuses[chosen]!);
+      if (headers.policyHeaders === true) {
+        // The slot behind the chosen descriptor's status (the limit that decided it).
+        let slot = chosen;
+        if (slots !== undefined && chosen >= 0) slot = slots.owner.findIndex((d, s) => d === chosen && slotStatuses[s] === statuses[chosen]);
+        const extra = policyHeaders(plan.matches, slotStatuses, slots?.owner, unlimited[chosen] === true ? -1 : slot);
+        response.responseHeadersToAdd = response.responseHeadersToAdd.length === 0 ? extra : [...response.responseHeadersToAdd, ...extra];
+      }
     }
     let globalShadow = false;
     if (opts.shadowMode && code === Code.OVER_LIMIT) {

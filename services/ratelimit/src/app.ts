@@ -108,6 +108,7 @@ export function limiterOptionsFrom(s: Settings): LimiterOptions {
       limitHeader: s.limitLimitHeader,
       remainingHeader: s.limitRemainingHeader,
       resetHeader: s.limitResetHeader,
+      policyHeaders: s.limitResponsePolicyHeadersEnabled,
     }),
   });
 }
