@@ -375,6 +375,7 @@ export async function composeRateLimitApp(loaded: LoadedSettings, opts: ComposeO
         serviceNamespace: settings.tracingServiceNamespace,
         serviceInstanceId: settings.tracingServiceInstanceId,
         samplingRate: settings.tracingSamplingRate,
+        propagators: settings.tracingPropagators,
       },
       { logger: logger.child({ component: 'tracing' }) },
     );
