@@ -18,6 +18,7 @@ export * from './domain.js';
 export * from './errors.js';
 export * from './limiter/algorithms.js';
 export * from './limiter/cache-key.js';
+export * from './limiter/counter-view.js';
 export * from './limiter/descriptor-status.js';
 export * from './limiter/dynamic-metadata.js';
 export * from './limiter/fixed-window-limiter.js';

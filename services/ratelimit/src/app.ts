@@ -28,6 +28,7 @@ import type { WorkerRole } from './cluster/worker-role.js';
 import { SnapshotRuleProvider } from './provider/snapshot-provider.js';
 import { startStatsSinks, type StatsSinks, type StatsSinksOptions } from './stats/stats-sinks.js';
 import { OperatorMonitor, type OperatorContext } from './operator/operator-monitor.js';
+import { CountersRoutes } from './operator/counters-routes.js';
 import { OperatorRoutes } from './operator/operator-routes.js';
 import { sourcesOfSnapshot, specsOfFiles } from './operator/rules-view.js';
 import type { Tracing } from './tracing/tracing.js';
@@ -223,6 +224,21 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
     timeouts: httpTimeoutsFrom(settings),
     maxConnections: settings.debugMaxConnections,
     operator: operator === undefined ? undefined : new OperatorRoutes({ mode: settings.operatorPage === 'on' ? 'on' : 'loopback', monitor: operator, context: operatorContext() }),
+    counters:
+      operator === undefined
+        ? undefined
+        : new CountersRoutes({
+            mode: settings.operatorPage === 'on' ? 'on' : 'loopback',
+            resetEnabled: settings.countersResetEnabled,
+            rules: () => service.currentRuleSet(),
+            store,
+            localCache: () => service.localCache,
+            cacheKeyPrefix: settings.cacheKeyPrefix,
+            clock,
+            stats,
+            logger: logger.child({ component: 'counters' }),
+            requestLimits,
+          }),
   });
   function operatorContext(): OperatorContext {
     return {

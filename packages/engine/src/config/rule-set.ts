@@ -1,6 +1,6 @@
 // Rule sources -> one validated, immutable RuleSet, and the lookup of a request descriptor's limit
 // (upstream's src/config/config_impl.go: its error texts, and GetLimit's lookup incl. share_threshold and stat names).
-import type { JsonValue, RequestDescriptor } from '../domain.js';
+import type { DescriptorEntry, JsonValue, RequestDescriptor } from '../domain.js';
 import { ConfigError } from '../errors.js';
 import { unitDivider } from '../limiter/window.js';
 import type { Algorithm } from '../store/counter-store.js';
@@ -225,6 +225,49 @@ export class RuleSet {
       }
       if (node === undefined) return undefined;
       if (i === n - 1) return node.limit;
+      if (!node.hasChildren) return undefined;
+      level = node;
+    }
+    return undefined;
+  }
+
+  /**
+   * What a descriptor (without override) matches, for looking at its counters (the debug port's
+   * /counters): every limit (one, or a `rate_limits` list) and the share_threshold substitutions
+   * its keys use. Unlike `getLimit` it counts nothing and creates no statistics. Undefined when no
+   * rule with a limit matches (or the domain is unknown); unlimited rules give an empty list.
+   */
+  lookup(domain: string, entries: readonly DescriptorEntry[]): { readonly limits: readonly Limit[]; readonly sharePatterns: readonly (string | undefined)[] | undefined } | undefined {
+    const root = this.domainMap.get(domain);
+    if (root === undefined) return undefined;
+    let level: RuleNode = root;
+    let patterns: (string | undefined)[] | undefined;
+    const n = entries.length;
+    for (let i = 0; i < n; i++) {
+      const e = entries[i]!;
+      const kv = e.key + '_' + e.value;
+      let shared = false;
+      let node = level.children.get(kv);
+      if (node === undefined) {
+        node = level.structured?.get(e.key)?.lookup(e.value);
+        if (node === undefined) {
+          for (const w of level.wildcards) {
+            if (w.matcher!(kv)) {
+              node = w;
+              break;
+            }
+          }
+        }
+        shared = node !== undefined && node.shareThreshold;
+        node ??= level.children.get(e.key);
+      }
+      if (node === undefined) return undefined;
+      if (shared) (patterns ??= new Array<string | undefined>(n).fill(undefined))[i] = node.value;
+      if (i === n - 1) {
+        const r = node.limit;
+        if (r === undefined) return undefined;
+        return { limits: r.unlimited ? [] : (r.group ?? [r]), sharePatterns: patterns };
+      }
       if (!node.hasChildren) return undefined;
       level = node;
     }
