@@ -1,83 +1,112 @@
 // The `cidr:` and `prefix:` rules of one descriptor key at one level of the rule tree, indexed so
 // that a lookup costs the same with 10 rules or 100,000 (docs/ratelimit.md, "Matching by CIDR and
-// prefix"): CIDR blocks in a binary trie per IP version (at most 32 or 128 steps, one bit each),
+// prefix"): CIDR blocks in a trie per IP version that reads four bits per step (at most 8 or 32
+// steps, each within one 128-byte node),
 // prefixes in a radix tree (at most one step per character of the request value, one string
 // comparison per edge). The longest matching block or prefix wins. Built once when the rules load;
 // a lookup allocates nothing.
 import { isIpv4Mapped, parseIpv4, parseIpv6, type Cidr } from './ip-address.js';
 
 /**
- * A binary trie over address bits. Node i has children zero[i] / one[i] (0: none; node 0 is the
- * root) and value[i] (-1: no block ends here). Typed arrays keep 100,000 blocks to a few MB.
+ * A trie over address bits, four bits (a nibble) per level: at most 8 steps for IPv4 and 32 for
+ * IPv6, each reading one node of 16 slots laid out contiguously (128 bytes), so a lookup in a trie
+ * of 100,000 blocks touches a few cache lines instead of one per bit. Slot s of node n is
+ * `cells[32n + 2s]` (the child node, 0: none; node 0 is the root) and `cells[32n + 2s + 1]` (the
+ * value of the longest block covering that slot at this level, -1: none), with `lens` keeping that
+ * block's length. A block of b bits is stored in the node at depth ceil(b/4) − 1 in every slot its
+ * last, partial nibble covers (prefix expansion), so deeper values are always longer blocks.
  */
-class BitTrie {
-  private zero: Int32Array = new Int32Array(64);
-  private one: Int32Array = new Int32Array(64);
-  private value: Int32Array = new Int32Array(64).fill(-1);
+class NibbleTrie {
+  private cells: Int32Array = NibbleTrie.fresh(64);
+  private lens: Uint8Array = new Uint8Array(64 * 16);
   private size = 1;
+  /** A /0 block's value (-1: none). */
+  private all = -1;
 
-  /** Adds the block of the first `bits` bits of `words`; false when the same block is already present. */
-  insert(words: readonly number[], bits: number, index: number): boolean {
-    let node = 0;
-    for (let b = 0; b < bits; b++) {
-      const bit = ((words[b >>> 5]! >>> (31 - (b & 31))) & 1) === 1;
-      const next = bit ? this.one[node]! : this.zero[node]!;
-      if (next !== 0) {
-        node = next;
-        continue;
-      }
-      const created = this.newNode();
-      if (bit) this.one[node] = created;
-      else this.zero[node] = created;
-      node = created;
+  private static fresh(nodes: number): Int32Array {
+    const a = new Int32Array(nodes * 32);
+    for (let i = 1; i < a.length; i += 2) a[i] = -1;
+    return a;
+  }
+
+  /** Adds the block of the first `bits` bits of `words` (the caller refuses duplicates). */
+  insert(words: readonly number[], bits: number, index: number): void {
+    if (bits === 0) {
+      this.all = index;
+      return;
     }
-    if (this.value[node] !== -1) return false;
-    this.value[node] = index;
-    return true;
+    const depth = Math.ceil(bits / 4) - 1;
+    let node = 0;
+    for (let d = 0; d < depth; d++) {
+      const at = node * 32 + nibbleOf(words, d) * 2;
+      let next = this.cells[at]!;
+      if (next === 0) {
+        next = this.newNode();
+        this.cells[at] = next;
+      }
+      node = next;
+    }
+    // The last nibble's fixed top bits, the rest expanded over the slots it covers.
+    const fixed = bits - 4 * depth;
+    const first = nibbleOf(words, depth) & (0xf << (4 - fixed)) & 0xf;
+    for (let s = first; s < first + (1 << (4 - fixed)); s++) {
+      const slot = node * 16 + s;
+      if (this.lens[slot]! <= bits) {
+        this.cells[slot * 2 + 1] = index;
+        this.lens[slot] = bits;
+      }
+    }
   }
 
   /** The value of the longest block containing the IPv4 address `addr`, or -1. */
   lookup32(addr: number): number {
+    const cells = this.cells;
+    let best = this.all;
     let node = 0;
-    let best = this.value[0]!;
-    for (let b = 31; b >= 0; b--) {
-      node = ((addr >>> b) & 1) === 1 ? this.one[node]! : this.zero[node]!;
-      if (node === 0) return best;
-      const v = this.value[node]!;
+    for (let shift = 28; shift >= 0; shift -= 4) {
+      const at = node * 32 + ((addr >>> shift) & 0xf) * 2;
+      const v = cells[at + 1]!;
       if (v >= 0) best = v;
+      node = cells[at]!;
+      if (node === 0) return best;
     }
     return best;
   }
 
   /** The value of the longest block containing the IPv6 address `words`, or -1. */
   lookup128(words: Uint32Array): number {
+    const cells = this.cells;
+    let best = this.all;
     let node = 0;
-    let best = this.value[0]!;
     for (let w = 0; w < 4; w++) {
       const word = words[w]!;
-      for (let b = 31; b >= 0; b--) {
-        node = ((word >>> b) & 1) === 1 ? this.one[node]! : this.zero[node]!;
-        if (node === 0) return best;
-        const v = this.value[node]!;
+      for (let shift = 28; shift >= 0; shift -= 4) {
+        const at = node * 32 + ((word >>> shift) & 0xf) * 2;
+        const v = cells[at + 1]!;
         if (v >= 0) best = v;
+        node = cells[at]!;
+        if (node === 0) return best;
       }
     }
     return best;
   }
 
   private newNode(): number {
-    if (this.size === this.zero.length) {
-      const grow = (a: Int32Array, fillWith: number): Int32Array => {
-        const b = new Int32Array(a.length * 2).fill(fillWith);
-        b.set(a);
-        return b;
-      };
-      this.zero = grow(this.zero, 0);
-      this.one = grow(this.one, 0);
-      this.value = grow(this.value, -1);
+    if (this.size * 32 === this.cells.length) {
+      const cells = NibbleTrie.fresh(this.size * 2);
+      cells.set(this.cells);
+      this.cells = cells;
+      const lens = new Uint8Array(this.size * 2 * 16);
+      lens.set(this.lens);
+      this.lens = lens;
     }
     return this.size++;
   }
+}
+
+/** The d-th nibble (0 = most significant) of an address given as 32-bit words. */
+function nibbleOf(words: readonly number[], d: number): number {
+  return (words[d >>> 3]! >>> (28 - 4 * (d & 7))) & 0xf;
 }
 
 /** A radix tree node: the edge label leading to it, children by the label's first character. */
@@ -148,14 +177,18 @@ const SCRATCH_V6 = new Uint32Array(4);
  */
 export class ValueIndex<T> {
   private readonly targets: T[] = [];
-  private v4: BitTrie | undefined;
-  private v6: BitTrie | undefined;
+  private v4: NibbleTrie | undefined;
+  private v6: NibbleTrie | undefined;
+  /** Canonical texts of the blocks added (duplicates are refused). */
+  private readonly blocks = new Set<string>();
   private prefixes: PrefixTree | undefined;
 
   /** Adds a CIDR block; false when the same block is already present. */
   addCidr(cidr: Cidr, target: T): boolean {
-    const trie = cidr.version === 4 ? (this.v4 ??= new BitTrie()) : (this.v6 ??= new BitTrie());
-    if (!trie.insert(cidr.words, cidr.bits, this.targets.length)) return false;
+    if (this.blocks.has(cidr.text)) return false;
+    this.blocks.add(cidr.text);
+    const trie = cidr.version === 4 ? (this.v4 ??= new NibbleTrie()) : (this.v6 ??= new NibbleTrie());
+    trie.insert(cidr.words, cidr.bits, this.targets.length);
     this.targets.push(target);
     return true;
   }
