@@ -5,6 +5,10 @@
 //   ours/redis sliding  the same limit with `algorithm: sliding_window` (INCRBY+EXPIRE + GET of the
 //                     previous window's key, still one round trip)
 //   ours/redis bucket   the same rate with `algorithm: token_bucket` (one EVALSHA of the GCRA script)
+//   ours/redis two limits  one descriptor whose rule lists two fixed-window limits (`rate_limits`:
+//                     an hour and a day): two INCRBY+EXPIRE in the same round trip
+//   baseline/redis    `ours/redis` run from another checkout (BASELINE_ROOT=<dir>, built), e.g. the
+//                     commit before a change, interleaved with ours in every round
 //   ours/local-cache  the service, a rule with requests_per_unit 0 and LocalCacheSizeInBytes set:
 //                     over-limit answers come from the local cache without Redis
 //   ours/memory       the service on the embedded store
@@ -13,7 +17,8 @@
 //   grpc-js + rlf     @grpc/grpc-js + protobufjs + rate-limiter-flexible on ioredis
 // Environment: DURATION (s, default 10), CLIENTS (10), STREAMS (10), ONLY (comma list of names),
 // ROUNDS (default 1): the servers are measured in turn ROUNDS times and the medians printed.
-// `bench/rls-grpc.sh algorithms` measures only the three ours/redis rows (fixed, sliding, bucket).
+// `bench/rls-grpc.sh algorithms` measures only the three ours/redis rows (fixed, sliding, bucket);
+// `bench/rls-grpc.sh limits` one limit against two per descriptor (and baseline/redis with BASELINE_ROOT).
 import { join } from 'node:path';
 import { encodeRateLimitRequest } from '../packages/rls-proto/dist/src/index.js';
 import { cpuMs, fmt, freePort, grpcFrame, h2loadGrpc, repoRoot, start, startRedis, rulesEnv, table, waitPort } from './lib/harness.mjs';
@@ -36,6 +41,19 @@ descriptors:
     rate_limit: { unit: hour, requests_per_unit: 4000000000, algorithm: sliding_window }
   - key: bucket
     rate_limit: { unit: hour, requests_per_unit: 4000000000, algorithm: token_bucket, burst: 4000000000 }
+  - key: multi
+    rate_limits:
+      - { unit: hour, requests_per_unit: 4000000000 }
+      - { unit: day, requests_per_unit: 4000000000 }
+`);
+}
+
+// The baseline runs the rules it understands (a checkout from before rate_limits would refuse them).
+function baselineRulesDir() {
+  return rulesEnv(`domain: bench
+descriptors:
+  - key: client
+    rate_limit: { unit: hour, requests_per_unit: 4000000000 }
 `);
 }
 
@@ -46,12 +64,14 @@ function body(key) {
 const redis = await startRedis();
 const rules = rulesDir();
 
-async function ours(name, key, extraEnv) {
+const BASELINE_ROOT = process.env.BASELINE_ROOT;
+
+async function ours(name, key, extraEnv, root = repoRoot, rulesFor = rules) {
   const port = await freePort();
   const httpPort = await freePort();
   const debugPort = await freePort();
-  const s = start(process.execPath, [`${repoRoot}services/ratelimit/bin/ratelimit.js`], {
-    ...rules,
+  const s = start(process.execPath, [`${root}services/ratelimit/bin/ratelimit.js`], {
+    ...rulesFor,
     GRPC_HOST: '127.0.0.1', GRPC_PORT: String(port), HOST: '127.0.0.1', PORT: String(httpPort), DEBUG_HOST: '127.0.0.1', DEBUG_PORT: String(debugPort),
     BACKEND_TYPE: 'redis', KVSTORE_SOCKET_TYPE: 'tcp', KVSTORE_URL: redis.url,
     LOG_LEVEL: 'error', USE_STATS_PUSH: 'false', WORKERS: '1', ...extraEnv,
@@ -71,6 +91,8 @@ const scenarios = [
   ['ours/redis', () => ours('ours/redis', 'client', {})],
   ['ours/redis sliding', () => ours('ours/redis sliding', 'sliding', {})],
   ['ours/redis bucket', () => ours('ours/redis bucket', 'bucket', {})],
+  ['ours/redis two limits', () => ours('ours/redis two limits', 'multi', {})],
+  ...(BASELINE_ROOT ? [['baseline/redis', () => ours('baseline/redis', 'client', {}, BASELINE_ROOT.endsWith('/') ? BASELINE_ROOT : BASELINE_ROOT + '/', baselineRulesDir())]] : []),
   ['ours/local-cache', () => ours('ours/local-cache', 'blocked', { LocalCacheSizeInBytes: '1048576' })],
   ['ours/memory', () => ours('ours/memory', 'client', { BACKEND_TYPE: 'memory' })],
   ['lean no-op', () => external('lean no-op', 'lean-noop.mjs', [])],
@@ -140,10 +162,12 @@ console.log(`ours/local-cache vs ours/redis:     ${ratio('ours/local-cache', 'ou
 console.log(`ours/redis vs lean no-op:           ${ratio('ours/redis', 'lean no-op')}`);
 console.log(`ours/redis sliding vs ours/redis:   ${ratio('ours/redis sliding', 'ours/redis')}  (target ≥ 0.75×)`);
 console.log(`ours/redis bucket vs ours/redis:    ${ratio('ours/redis bucket', 'ours/redis')}  (target ≥ 0.75×)`);
+console.log(`ours/redis two limits vs ours/redis: ${ratio('ours/redis two limits', 'ours/redis')}  (target ≥ 0.8×)`);
+console.log(`ours/redis vs baseline/redis:       ${ratio('ours/redis', 'baseline/redis')}  (target within 5%: 0.95–1.05×)`);
 // On a machine shared by the load generator, the service and Redis, throughput swings with other jobs; the
 // CPU all three spend per request is steadier: its inverse ratio is the throughput ratio when they saturate it.
 const cpuTotal = (name) => (by[name] ? by[name].cpuUsPerReq + by[name].redisUsPerReq + by[name].clientUsPerReq : NaN);
-for (const alg of ['ours/redis sliding', 'ours/redis bucket']) {
+for (const alg of ['ours/redis sliding', 'ours/redis bucket', 'ours/redis two limits']) {
   if (by[alg] && by['ours/redis']) {
     console.log(`${alg} vs ours/redis by CPU per request (service + Redis + h2load): ${fmt(cpuTotal('ours/redis') / cpuTotal(alg), 2)}×`);
   }

@@ -13,9 +13,11 @@ import { buildDynamicMetadata } from './limiter/dynamic-metadata.js';
 import { FixedWindowLimiter, newKeyMemo, type KeyMemo, type RequestPlan } from './limiter/fixed-window-limiter.js';
 import { countLocalCacheAnswer } from './limiter/descriptor-status.js';
 import { hitsAddendFor } from './limiter/hits-addend.js';
+import { decidingIndex } from './limiter/limit-group.js';
 import { LocalOverLimitCache } from './limiter/local-cache.js';
 import type { LimiterOptions } from './limiter/options.js';
 import { overallCode, isQuotaDescriptor } from './limiter/overall-code.js';
+import { policyHeaders } from './limiter/policy-headers.js';
 import { headerStatusIndex, rateLimitHeaders } from './limiter/response-headers.js';
 import type { Counter, StatsStore } from './stats/stats-store.js';
 
@@ -92,18 +94,61 @@ class LocalDecisionRecord implements LocalDecision {
   }
 }
 
+/** The slots of a request with `rate_limits` descriptors: each limit of a group, or the descriptor's one match. */
+function slotsOf(matches: readonly (LimitMatch | undefined)[], addends: readonly number[]): Slots {
+  const out: Slots = { matches: [], owner: [], addends: [] };
+  for (let i = 0; i < matches.length; i++) {
+    const m = matches[i];
+    for (const g of m?.group ?? [m]) {
+      out.matches.push(g);
+      out.owner.push(i);
+      out.addends.push(addends[i]!);
+    }
+  }
+  return out;
+}
+
+/** Per descriptor, the status of the limit that decides it (limit-group.ts); slots of one descriptor are consecutive. */
+function decidedStatuses(slotStatuses: readonly DescriptorStatus[], owner: readonly number[], n: number): DescriptorStatus[] {
+  const out = new Array<DescriptorStatus>(n);
+  let from = 0;
+  while (from < owner.length) {
+    const d = owner[from]!;
+    let to = from + 1;
+    while (to < owner.length && owner[to] === d) to++;
+    out[d] = slotStatuses[to - from === 1 ? from : decidingIndex(slotStatuses, from, to)]!;
+    from = to;
+  }
+  return out;
+}
+
 /** `{OK, remaining MAX_UINT32}` of an unlimited rule (shared, frozen). */
 const UNLIMITED_STATUS: DescriptorStatus = Object.freeze({ code: Code.OK, limitRemaining: MAX_UINT32 });
 
 const CALL = 'ratelimit.service.call.should_rate_limit.';
 
+/**
+ * The limits a request counts when some descriptor carries several (`rate_limits`): one slot per
+ * limit, each counted as if it were a descriptor of its own, with the descriptor it belongs to. A
+ * descriptor without a counted limit keeps one empty slot, so every descriptor has at least one.
+ */
+interface Slots {
+  readonly matches: (LimitMatch | undefined)[];
+  /** Per slot: the descriptor index. */
+  readonly owner: number[];
+  readonly addends: number[];
+}
+
 /** A request's descriptors matched against one rule set. */
 interface Matched {
   readonly rules: RuleSet;
+  /** Per descriptor (a `rate_limits` descriptor: the first limit still counted, with its group). */
   readonly matches: (LimitMatch | undefined)[];
   readonly unlimited: boolean[];
   readonly addends: number[];
-  /** The prepared request's keys (only kept with the matches). */
+  /** Undefined when no descriptor has several limits (then slots are the descriptors). */
+  readonly slots: Slots | undefined;
+  /** The prepared request's keys, per slot (only kept with the matches). */
   readonly memo: KeyMemo | undefined;
 }
 
@@ -128,7 +173,9 @@ interface Begun {
   readonly matches: (LimitMatch | undefined)[];
   readonly unlimited: boolean[];
   readonly addends: number[];
+  readonly slots: Slots | undefined;
   readonly nowSeconds: number;
+  /** Planned per slot (per descriptor when `slots` is undefined). */
   readonly plan: RequestPlan;
 }
 
@@ -279,11 +326,14 @@ export class RateLimitService {
       matched = this.match(req, rules, prepared !== undefined);
       if (prepared !== undefined) prepared.matched = matched.memo === undefined ? undefined : matched;
     }
-    const { matches, unlimited, addends } = matched;
+    const { matches, unlimited, addends, slots } = matched;
     const descriptors = req.descriptors;
     const nowMs = this.clock.now();
-    const plan = this.limiter.plan(req.domain, (i) => descriptors[i]!.entries, matches, addends, nowMs, matched.memo);
-    return { rules, matches, unlimited, addends, nowSeconds: Math.floor(nowMs / 1000), plan };
+    const plan =
+      slots === undefined
+        ? this.limiter.plan(req.domain, (i) => descriptors[i]!.entries, matches, addends, nowMs, matched.memo)
+        : this.limiter.plan(req.domain, (s) => descriptors[slots.owner[s]!]!.entries, slots.matches, slots.addends, nowMs, matched.memo);
+    return { rules, matches, unlimited, addends, slots, nowSeconds: Math.floor(nowMs / 1000), plan };
   }
 
   /**
@@ -297,6 +347,7 @@ export class RateLimitService {
     const matches = new Array<LimitMatch | undefined>(n);
     const unlimited = new Array<boolean>(n).fill(false);
     let replaced: Set<string> | undefined;
+    let grouped = false;
     for (let i = 0; i < n; i++) {
       const m = rules.getLimit(req.domain, descriptors[i]!);
       if (m === undefined) continue;
@@ -308,20 +359,34 @@ export class RateLimitService {
           `descriptor ${i}: rate limit override has invalid unit ${limit.unit} (${unitName(limit.unit)}); expected 1..7`,
         );
       }
-      for (const name of limit.replaces) (replaced ??= new Set()).add(name);
+      if (m.group !== undefined) {
+        grouped = true;
+        for (const g of m.group) for (const name of g.limit.replaces) (replaced ??= new Set()).add(name);
+      } else {
+        for (const name of limit.replaces) (replaced ??= new Set()).add(name);
+      }
       if (limit.unlimited) unlimited[i] = true;
       else matches[i] = m;
     }
     if (replaced !== undefined) {
       for (let i = 0; i < n; i++) {
-        const name = matches[i]?.limit.name;
-        if (name !== undefined && name !== '' && replaced.has(name)) matches[i] = undefined;
+        const m = matches[i];
+        if (m === undefined) continue;
+        if (m.group !== undefined) {
+          // Each limit of a list is replaced on its own name; the descriptor keeps the others.
+          const kept = m.group.filter((g) => g.limit.name === '' || !replaced.has(g.limit.name));
+          if (kept.length !== m.group.length) matches[i] = kept.length === 0 ? undefined : { ...kept[0]!, group: kept };
+          continue;
+        }
+        const name = m.limit.name;
+        if (name !== '' && replaced.has(name)) matches[i] = undefined;
       }
     }
 
     const addends = descriptors.map((d) => hitsAddendFor(d, req.hitsAddend));
+    const slots = grouped ? slotsOf(matches, addends) : undefined;
     const stable = keep && rules.hasStableMatches(req.domain) && descriptors.every((d) => d.limit === undefined);
-    return { rules, matches, unlimited, addends, memo: stable ? newKeyMemo(n) : undefined };
+    return { rules, matches, unlimited, addends, slots, memo: stable ? newKeyMemo(slots === undefined ? n : slots.owner.length) : undefined };
   }
 
   private storeFailure(err: unknown): StoreError {
@@ -332,17 +397,26 @@ export class RateLimitService {
 
   /** Statuses, overall code, headers, shadow mode and dynamic metadata from the store's answer. */
   private finish(req: RateLimitRequest, begun: Begun, after: number[], results: OpResult[] | undefined): DecidedResponse {
-    const { rules, matches, unlimited, addends, nowSeconds, plan } = begun;
+    const { rules, matches, unlimited, slots, nowSeconds, plan } = begun;
     const n = matches.length;
-    const statuses = this.limiter.statuses(plan, after, results);
+    const slotStatuses = this.limiter.statuses(plan, after, results);
+    const statuses = slots === undefined ? slotStatuses : decidedStatuses(slotStatuses, slots.owner, n);
     for (let i = 0; i < n; i++) if (unlimited[i]) statuses[i] = UNLIMITED_STATUS;
 
     const opts = this.options;
     let code = overallCode(statuses, matches, unlimited, opts.quotaMode);
     const response: DecidedResponse = { overallCode: code, statuses, responseHeadersToAdd: [] };
-    if (opts.responseHeaders.enabled) {
+    const headers = opts.responseHeaders;
+    if (headers.enabled || headers.policyHeaders === true) {
       const chosen = headerStatusIndex(statuses, (i) => isQuotaDescriptor(matches[i], opts.quotaMode));
-      if (chosen >= 0) response.responseHeadersToAdd = rateLimitHeaders(opts.responseHeaders, statuses[chosen]!);
+      if (headers.enabled && chosen >= 0) response.responseHeadersToAdd = rateLimitHeaders(headers, statuses[chosen]!);
+      if (headers.policyHeaders === true) {
+        // The slot behind the chosen descriptor's status (the limit that decided it).
+        let slot = chosen;
+        if (slots !== undefined && chosen >= 0) slot = slots.owner.findIndex((d, s) => d === chosen && slotStatuses[s] === statuses[chosen]);
+        const extra = policyHeaders(plan.matches, slotStatuses, slots?.owner, unlimited[chosen] === true ? -1 : slot);
+        response.responseHeadersToAdd = response.responseHeadersToAdd.length === 0 ? extra : [...response.responseHeadersToAdd, ...extra];
+      }
     }
     let globalShadow = false;
     if (opts.shadowMode && code === Code.OVER_LIMIT) {
@@ -353,8 +427,8 @@ export class RateLimitService {
     }
     if (opts.responseDynamicMetadata) response.dynamicMetadata = buildDynamicMetadata(req, statuses, matches);
     if (this.localState !== undefined && plan.storeIndexes.length === 0 && plan.local.every(Boolean)) {
-      // plan.local is true only for matched descriptors with a key, so `keys` and `matches` are dense.
-      response.localDecision = new LocalDecisionRecord(this.localState, rules, nowSeconds, plan.keys as readonly string[], matches as LimitMatch[], addends, globalShadow);
+      // plan.local is true only for matched slots with a key, so `keys` and `matches` are dense.
+      response.localDecision = new LocalDecisionRecord(this.localState, rules, nowSeconds, plan.keys as readonly string[], plan.matches as LimitMatch[], plan.addends, globalShadow);
     }
     return response;
   }

@@ -61,6 +61,8 @@ export interface RateLimitPolicyMsg {
   algorithm?: string | undefined;
   /** Extension (field 1001): token_bucket size; undefined when unset (0 on the wire). */
   burst?: number | undefined;
+  /** Extension (field 1002): a window of this many units; undefined when unset (0 on the wire). */
+  unitMultiplier?: number | undefined;
 }
 
 export interface RateLimitConfigDescriptorMsg {
@@ -72,6 +74,12 @@ export interface RateLimitConfigDescriptorMsg {
   detailedMetric: boolean;
   quotaMode: boolean;
   metadata?: JsonObject | undefined;
+  /** Extension (field 1003): several limits on one descriptor; undefined or empty when unset. */
+  rateLimits?: RateLimitPolicyMsg[] | undefined;
+  /** Extension (field 1004): match the value by CIDR block; undefined when unset. */
+  cidr?: string | undefined;
+  /** Extension (field 1005): match the value by prefix; undefined when unset. */
+  prefix?: string | undefined;
 }
 
 export interface RateLimitConfigMsg {
@@ -324,6 +332,7 @@ interface PbPolicy {
   replaces?: { name?: string }[];
   algorithm?: string;
   burst?: number;
+  unit_multiplier?: number;
 }
 interface PbDescriptor {
   key?: string;
@@ -334,6 +343,9 @@ interface PbDescriptor {
   detailed_metric?: boolean;
   quota_mode?: boolean;
   metadata?: PbStruct | null;
+  rate_limits?: PbPolicy[];
+  cidr?: string;
+  prefix?: string;
 }
 interface PbConfig {
   name?: string;
@@ -350,15 +362,36 @@ function descriptorToPb(d: RateLimitConfigDescriptorMsg, unitEnum: protobuf.Enum
     detailed_metric: d.detailedMetric,
     quota_mode: d.quotaMode,
   };
-  if (d.rateLimit !== undefined) {
-    const rl = d.rateLimit;
-    const unit = unitEnum.values[rl.unit] ?? (/^\d+$/.test(rl.unit) ? Number(rl.unit) : 0);
-    pb.rate_limit = { unit, requests_per_unit: rl.requestsPerUnit, unlimited: rl.unlimited, name: rl.name, replaces: rl.replaces.map((r) => ({ name: r.name })) };
-    if (rl.algorithm !== undefined && rl.algorithm !== '') pb.rate_limit.algorithm = rl.algorithm;
-    if (rl.burst !== undefined && rl.burst !== 0) pb.rate_limit.burst = rl.burst;
-  }
+  if (d.rateLimit !== undefined) pb.rate_limit = policyToPb(d.rateLimit, unitEnum);
+  if (d.rateLimits !== undefined && d.rateLimits.length > 0) pb.rate_limits = d.rateLimits.map((rl) => policyToPb(rl, unitEnum));
+  if (d.cidr !== undefined && d.cidr !== '') pb.cidr = d.cidr;
+  if (d.prefix !== undefined && d.prefix !== '') pb.prefix = d.prefix;
   if (d.metadata !== undefined) pb.metadata = toPbStruct(d.metadata);
   return pb;
+}
+
+function policyToPb(rl: RateLimitPolicyMsg, unitEnum: protobuf.Enum): PbPolicy {
+  const unit = unitEnum.values[rl.unit] ?? (/^\d+$/.test(rl.unit) ? Number(rl.unit) : 0);
+  const pb: PbPolicy = { unit, requests_per_unit: rl.requestsPerUnit, unlimited: rl.unlimited, name: rl.name, replaces: rl.replaces.map((r) => ({ name: r.name })) };
+  if (rl.algorithm !== undefined && rl.algorithm !== '') pb.algorithm = rl.algorithm;
+  if (rl.burst !== undefined && rl.burst !== 0) pb.burst = rl.burst;
+  if (rl.unitMultiplier !== undefined && rl.unitMultiplier !== 0) pb.unit_multiplier = rl.unitMultiplier;
+  return pb;
+}
+
+function policyFromPb(rl: PbPolicy, unitEnum: protobuf.Enum): RateLimitPolicyMsg {
+  const unit = typeof rl.unit === 'number' ? (unitEnum.valuesById[rl.unit] ?? String(rl.unit)) : (rl.unit ?? 'UNKNOWN');
+  const out: RateLimitPolicyMsg = {
+    unit,
+    requestsPerUnit: rl.requests_per_unit ?? 0,
+    unlimited: rl.unlimited ?? false,
+    name: rl.name ?? '',
+    replaces: (rl.replaces ?? []).map((r) => ({ name: r.name ?? '' })),
+  };
+  if (rl.algorithm !== undefined && rl.algorithm !== '') out.algorithm = rl.algorithm;
+  if (rl.burst !== undefined && rl.burst !== 0) out.burst = rl.burst;
+  if (rl.unit_multiplier !== undefined && rl.unit_multiplier !== 0) out.unitMultiplier = rl.unit_multiplier;
+  return out;
 }
 
 function descriptorFromPb(pb: PbDescriptor, unitEnum: protobuf.Enum): RateLimitConfigDescriptorMsg {
@@ -370,19 +403,10 @@ function descriptorFromPb(pb: PbDescriptor, unitEnum: protobuf.Enum): RateLimitC
     detailedMetric: pb.detailed_metric ?? false,
     quotaMode: pb.quota_mode ?? false,
   };
-  if (pb.rate_limit !== undefined && pb.rate_limit !== null) {
-    const rl = pb.rate_limit;
-    const unit = typeof rl.unit === 'number' ? (unitEnum.valuesById[rl.unit] ?? String(rl.unit)) : (rl.unit ?? 'UNKNOWN');
-    out.rateLimit = {
-      unit,
-      requestsPerUnit: rl.requests_per_unit ?? 0,
-      unlimited: rl.unlimited ?? false,
-      name: rl.name ?? '',
-      replaces: (rl.replaces ?? []).map((r) => ({ name: r.name ?? '' })),
-    };
-    if (rl.algorithm !== undefined && rl.algorithm !== '') out.rateLimit.algorithm = rl.algorithm;
-    if (rl.burst !== undefined && rl.burst !== 0) out.rateLimit.burst = rl.burst;
-  }
+  if (pb.rate_limit !== undefined && pb.rate_limit !== null) out.rateLimit = policyFromPb(pb.rate_limit, unitEnum);
+  if (pb.rate_limits !== undefined && pb.rate_limits.length > 0) out.rateLimits = pb.rate_limits.map((rl) => policyFromPb(rl, unitEnum));
+  if (pb.cidr !== undefined && pb.cidr !== '') out.cidr = pb.cidr;
+  if (pb.prefix !== undefined && pb.prefix !== '') out.prefix = pb.prefix;
   if (pb.metadata !== undefined && pb.metadata !== null) out.metadata = fromPbStruct(pb.metadata);
   return out;
 }

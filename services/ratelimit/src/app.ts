@@ -30,6 +30,7 @@ import type { WorkerSupervision } from './operator/operator-monitor.js';
 import { SnapshotRuleProvider } from './provider/snapshot-provider.js';
 import { startStatsSinks, type StatsSinks, type StatsSinksOptions } from './stats/stats-sinks.js';
 import { OperatorMonitor, type OperatorContext } from './operator/operator-monitor.js';
+import { CountersRoutes } from './operator/counters-routes.js';
 import { OperatorRoutes } from './operator/operator-routes.js';
 import { sourcesOfSnapshot, specsOfFiles } from './operator/rules-view.js';
 import type { Tracing } from './tracing/tracing.js';
@@ -110,6 +111,7 @@ export function limiterOptionsFrom(s: Settings): LimiterOptions {
       limitHeader: s.limitLimitHeader,
       remainingHeader: s.limitRemainingHeader,
       resetHeader: s.limitResetHeader,
+      policyHeaders: s.limitResponsePolicyHeadersEnabled,
     }),
   });
 }
@@ -224,6 +226,21 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
     timeouts: httpTimeoutsFrom(settings),
     maxConnections: settings.debugMaxConnections,
     operator: operator === undefined ? undefined : new OperatorRoutes({ mode: settings.operatorPage === 'on' ? 'on' : 'loopback', monitor: operator, context: operatorContext() }),
+    counters:
+      operator === undefined
+        ? undefined
+        : new CountersRoutes({
+            mode: settings.operatorPage === 'on' ? 'on' : 'loopback',
+            resetEnabled: settings.countersResetEnabled,
+            rules: () => service.currentRuleSet(),
+            store,
+            localCache: () => service.localCache,
+            cacheKeyPrefix: settings.cacheKeyPrefix,
+            clock,
+            stats,
+            logger: logger.child({ component: 'counters' }),
+            requestLimits,
+          }),
   });
   function operatorContext(): OperatorContext {
     return {
@@ -376,6 +393,7 @@ export async function composeRateLimitApp(loaded: LoadedSettings, opts: ComposeO
         serviceNamespace: settings.tracingServiceNamespace,
         serviceInstanceId: settings.tracingServiceInstanceId,
         samplingRate: settings.tracingSamplingRate,
+        propagators: settings.tracingPropagators,
       },
       { logger: logger.child({ component: 'tracing' }) },
     );

@@ -179,6 +179,13 @@ export const SETTING_DEFS = {
   limitLimitHeader: def({ name: 'LIMIT_LIMIT_HEADER', default: 'RateLimit-Limit', meaning: 'Header name for the limit.', parse: str }),
   limitRemainingHeader: def({ name: 'LIMIT_REMAINING_HEADER', default: 'RateLimit-Remaining', meaning: 'Header name for the remaining requests.', parse: str }),
   limitResetHeader: def({ name: 'LIMIT_RESET_HEADER', default: 'RateLimit-Reset', meaning: 'Header name for the seconds until the window resets.', parse: str }),
+  limitResponsePolicyHeadersEnabled: def({
+    name: 'LIMIT_RESPONSE_POLICY_HEADERS_ENABLED',
+    default: 'false',
+    meaning:
+      'Extension: also add `RateLimit-Policy` (every limit that applied, `"name";q=<quota>;w=<seconds>`) and `RateLimit` (the limit that decides, `"name";r=<remaining>;t=<seconds>`) to response_headers_to_add, in the syntax of draft-ietf-httpapi-ratelimit-headers-11. Independent of LIMIT_RESPONSE_HEADERS_ENABLED, whose headers stay as upstream sends them.',
+    parse: bool,
+  }),
   healthyWithAtLeastOneConfigLoaded: def({ name: 'HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED', default: 'false', meaning: 'Adds the configuration health component: unhealthy until a rule set with at least one domain is loaded.', parse: bool }),
 
   // --- counter store: Redis

@@ -22,12 +22,25 @@ export interface RateLimitSpec {
    * any other scalar (reported by the rule builder), undefined when absent.
    */
   readonly burst: number | string | undefined;
+  /**
+   * Extension: `unit_multiplier` as written (a window of N units): a number for an integer
+   * scalar, the text of any other scalar (reported by the rule builder), undefined when absent.
+   */
+  readonly unitMultiplier: number | string | undefined;
+  /** Line of the rate_limit map (of the list entry for `rate_limits`); 0 for decoded sources. */
+  readonly line: number;
 }
 
 export interface DescriptorSpec {
   readonly key: string;
   readonly value: string;
+  /** Extension: match the value by CIDR block (`cidr:` in place of `value:`); undefined when absent. */
+  readonly cidr?: string | undefined;
+  /** Extension: match the value by prefix (`prefix:` in place of `value:`); undefined when absent. */
+  readonly prefix?: string | undefined;
   readonly rateLimit: RateLimitSpec | undefined;
+  /** Extension: several limits on one descriptor (`rate_limits:`, instead of `rate_limit:`); undefined when absent. */
+  readonly rateLimits?: readonly RateLimitSpec[] | undefined;
   readonly descriptors: readonly DescriptorSpec[];
   readonly shadowMode: boolean;
   readonly quotaMode: boolean;
@@ -66,7 +79,16 @@ const ALLOWED_KEYS = new Set([
   // Our extension inside rate_limit (upstream's checker rejects both keys): docs/ratelimit.md, "Algorithms (extension)".
   'algorithm',
   'burst',
+  // Our extensions of issue 25 (docs/ratelimit.md, "Several limits on one descriptor", "Windows of several
+  // units", "Matching by CIDR and prefix"): upstream's checker rejects each of them.
+  'rate_limits',
+  'unit_multiplier',
+  'cidr',
+  'prefix',
 ]);
+
+/** Extension keys that belong inside a rate_limit (or a rate_limits entry). */
+const RATE_LIMIT_EXTENSIONS = ['algorithm', 'burst', 'unit_multiplier'] as const;
 
 const MAX_UINT32 = 4294967295n;
 
@@ -93,8 +115,8 @@ function checkMap(m: YMap): void {
     if (!ALLOWED_KEYS.has(key.text)) throw new RuleFileError(`config error, unknown key '${key.text}' (line ${key.line})`);
     // Metadata is free-form: it is only converted, never checked against the allow-list.
     if (key.text === 'metadata') continue;
-    // A non-integer burst is reported by the rule builder, naming the descriptor.
-    if (key.text === 'burst' && value.kind === 'scalar') continue;
+    // A non-integer burst or unit_multiplier is reported by the rule builder, naming the descriptor.
+    if ((key.text === 'burst' || key.text === 'unit_multiplier') && value.kind === 'scalar') continue;
     checkValue(value);
   }
 }
@@ -160,10 +182,11 @@ function uint32Field(raw: YNode | undefined, name: string): number {
   throw unmarshalError(n, 'uint32', ` (${name} must be an integer from 0 to 4294967295)`);
 }
 
-function burstField(raw: YNode | undefined): number | string | undefined {
+/** An extension integer as written: a number for an integer scalar, the text of any other scalar (the rule builder reports it). */
+function extensionIntField(raw: YNode | undefined, name: string): number | string | undefined {
   const n = present(raw);
   if (n === undefined) return undefined;
-  if (n.kind !== 'scalar') throw unmarshalError(n, 'uint32', ' (burst must be an integer from 1 to 4294967295)');
+  if (n.kind !== 'scalar') throw unmarshalError(n, 'uint32', ` (${name} must be an integer from 1 to 4294967295)`);
   if (n.type === 'int' && typeof n.value === 'bigint') return Number(n.value);
   return n.text;
 }
@@ -176,29 +199,51 @@ function descriptorList(raw: YNode | undefined): DescriptorSpec[] {
   return n.items.map((item) => descriptor(item as YMap));
 }
 
+function rateLimitSpec(rl: YNode): RateLimitSpec {
+  if (rl.kind !== 'map') throw unmarshalError(rl, 'config.YamlRateLimit');
+  return {
+    unit: stringField(field(rl, 'unit')),
+    requestsPerUnit: uint32Field(field(rl, 'requests_per_unit'), 'requests_per_unit'),
+    unlimited: boolField(field(rl, 'unlimited')),
+    name: stringField(field(rl, 'name')),
+    replaces: replacesList(field(rl, 'replaces')),
+    algorithm: stringField(field(rl, 'algorithm')),
+    burst: extensionIntField(field(rl, 'burst'), 'burst'),
+    unitMultiplier: extensionIntField(field(rl, 'unit_multiplier'), 'unit_multiplier'),
+    line: rl.line,
+  };
+}
+
 function descriptor(m: YMap): DescriptorSpec {
   const rl = present(field(m, 'rate_limit'));
-  let rateLimit: RateLimitSpec | undefined;
-  if (rl !== undefined) {
-    if (rl.kind !== 'map') throw unmarshalError(rl, 'config.YamlRateLimit');
-    rateLimit = {
-      unit: stringField(field(rl, 'unit')),
-      requestsPerUnit: uint32Field(field(rl, 'requests_per_unit'), 'requests_per_unit'),
-      unlimited: boolField(field(rl, 'unlimited')),
-      name: stringField(field(rl, 'name')),
-      replaces: replacesList(field(rl, 'replaces')),
-      algorithm: stringField(field(rl, 'algorithm')),
-      burst: burstField(field(rl, 'burst')),
-    };
+  const rateLimit = rl === undefined ? undefined : rateLimitSpec(rl);
+  const list = present(field(m, 'rate_limits'));
+  let rateLimits: RateLimitSpec[] | undefined;
+  if (list !== undefined) {
+    if (list.kind !== 'seq') throw unmarshalError(list, '[]config.YamlRateLimit');
+    if (rl !== undefined) throw new RuleFileError(`config error, a descriptor has either rate_limit or rate_limits, not both (line ${list.line})`);
+    // pass 1 guarantees every item is a map
+    rateLimits = list.items.map(rateLimitSpec);
   }
-  for (const ext of ['algorithm', 'burst']) {
+  for (const ext of RATE_LIMIT_EXTENSIONS) {
     const misplaced = field(m, ext);
     if (misplaced !== undefined) throw new RuleFileError(`config error, '${ext}' belongs inside rate_limit (line ${misplaced.line})`);
   }
+  const cidr = present(field(m, 'cidr'));
+  const prefix = present(field(m, 'prefix'));
+  const value = present(field(m, 'value'));
+  const shapes: string[] = [];
+  if (value !== undefined) shapes.push('value');
+  if (cidr !== undefined) shapes.push('cidr');
+  if (prefix !== undefined) shapes.push('prefix');
+  if (shapes.length > 1) throw new RuleFileError(`config error, a descriptor matches by one of value, cidr or prefix, not ${shapes.join(' and ')} (line ${m.line})`);
   return {
     key: stringField(field(m, 'key')),
-    value: stringField(field(m, 'value')),
+    value: stringField(value),
+    ...(cidr !== undefined ? { cidr: stringField(cidr) } : {}),
+    ...(prefix !== undefined ? { prefix: stringField(prefix) } : {}),
     rateLimit,
+    ...(rateLimits !== undefined ? { rateLimits } : {}),
     descriptors: descriptorList(field(m, 'descriptors')),
     shadowMode: boolField(field(m, 'shadow_mode')),
     quotaMode: boolField(field(m, 'quota_mode')),

@@ -1,14 +1,16 @@
 // Rule sources -> one validated, immutable RuleSet, and the lookup of a request descriptor's limit
 // (upstream's src/config/config_impl.go: its error texts, and GetLimit's lookup incl. share_threshold and stat names).
-import type { JsonValue, RequestDescriptor } from '../domain.js';
+import type { DescriptorEntry, JsonValue, RequestDescriptor } from '../domain.js';
 import { ConfigError } from '../errors.js';
 import { unitDivider } from '../limiter/window.js';
 import type { Algorithm } from '../store/counter-store.js';
 import { StatsStore, type Counter } from '../stats/stats-store.js';
-import { decodeRuleDocument, RuleFileError, type DescriptorSpec, type DomainSpec } from './rule-file.js';
+import { decodeRuleDocument, RuleFileError, type DescriptorSpec, type DomainSpec, type RateLimitSpec } from './rule-file.js';
 import { RuleStatsCache, type RuleStats } from './rule-stats.js';
-import { DomainNode, emissionMicros, NO_REPLACES, RateLimitRule, RuleNode, type Limit, type LimitMatch } from './rule-tree.js';
+import { parseCidr } from './ip-address.js';
+import { DomainNode, emissionMicros, keyTailOf, NO_REPLACES, policyParamsOf, RateLimitRule, RuleNode, type Limit, type LimitMatch } from './rule-tree.js';
 import { parseUnitName, unitName } from './units.js';
+import { ValueIndex } from './value-index.js';
 import { compileWildcard, hasWildcard } from './wildcard.js';
 import { parseYamlDocuments, YamlSyntaxError } from './yaml-document.js';
 
@@ -38,6 +40,8 @@ export interface RuleSummary {
   readonly algorithm: Algorithm;
   /** token_bucket: the bucket size; 0 otherwise. */
   readonly burst: number;
+  /** Extension: the window is this many units (1 when not set). */
+  readonly unitMultiplier: number;
 }
 
 export interface DomainSummary {
@@ -48,7 +52,9 @@ export interface DomainSummary {
 const EXACT = 0;
 const WILDCARD = 1;
 const VALUELESS = 2;
-type MatchKind = typeof EXACT | typeof WILDCARD | typeof VALUELESS;
+/** Matched by `cidr:` or `prefix:` (statistics and share_threshold as for a wildcard). */
+const STRUCTURED = 3;
+type MatchKind = typeof EXACT | typeof WILDCARD | typeof VALUELESS | typeof STRUCTURED;
 
 export class RuleSet {
   private statsCache: RuleStatsCache | undefined;
@@ -125,11 +131,19 @@ export class RuleSet {
       let kind: MatchKind = EXACT;
       let node = level.children.get(kv);
       if (node === undefined) {
-        for (const w of level.wildcards) {
-          if (w.matcher!(kv)) {
-            node = w;
-            kind = WILDCARD;
-            break;
+        // Extension: the longest cidr / prefix rule of this key, before wildcards (docs: precedence).
+        const structured = level.structured;
+        if (structured !== undefined) {
+          node = structured.get(e.key)?.lookup(e.value);
+          kind = STRUCTURED;
+        }
+        if (node === undefined) {
+          for (const w of level.wildcards) {
+            if (w.matcher!(kv)) {
+              node = w;
+              kind = WILDCARD;
+              break;
+            }
           }
         }
         if (node === undefined) {
@@ -162,7 +176,7 @@ export class RuleSet {
     let patterns: (string | undefined)[] | undefined;
     for (let i = 0; i < n; i++) {
       const node = nodes[i]!;
-      if (kinds[i] === WILDCARD && node.shareThreshold) {
+      if ((kinds[i] === WILDCARD || kinds[i] === STRUCTURED) && node.shareThreshold) {
         patterns ??= new Array<string | undefined>(n).fill(undefined);
         patterns[i] = node.value;
       }
@@ -184,7 +198,7 @@ export class RuleSet {
         const e = entries[i]!;
         const node = nodes[i]!;
         const kind = kinds[i];
-        if (kind === WILDCARD && node.valueToMetric && !node.shareThreshold) key += '.' + e.key + '_' + e.value;
+        if ((kind === WILDCARD || kind === STRUCTURED) && node.valueToMetric && !node.shareThreshold) key += '.' + e.key + '_' + e.value;
         else if (kind === VALUELESS && node.valueToMetric && e.value !== '') key += '.' + node.key + '_' + e.value;
         else key += '.' + node.composite;
       }
@@ -199,7 +213,7 @@ export class RuleSet {
     for (let i = 0; i < n; i++) {
       const e = entries[i]!;
       const kv = e.key + '_' + e.value;
-      let node = level.children.get(kv);
+      let node = level.children.get(kv) ?? level.structured?.get(e.key)?.lookup(e.value);
       if (node === undefined) {
         for (const w of level.wildcards) {
           if (w.matcher!(kv)) {
@@ -211,6 +225,49 @@ export class RuleSet {
       }
       if (node === undefined) return undefined;
       if (i === n - 1) return node.limit;
+      if (!node.hasChildren) return undefined;
+      level = node;
+    }
+    return undefined;
+  }
+
+  /**
+   * What a descriptor (without override) matches, for looking at its counters (the debug port's
+   * /counters): every limit (one, or a `rate_limits` list) and the share_threshold substitutions
+   * its keys use. Unlike `getLimit` it counts nothing and creates no statistics. Undefined when no
+   * rule with a limit matches (or the domain is unknown); unlimited rules give an empty list.
+   */
+  lookup(domain: string, entries: readonly DescriptorEntry[]): { readonly limits: readonly Limit[]; readonly sharePatterns: readonly (string | undefined)[] | undefined } | undefined {
+    const root = this.domainMap.get(domain);
+    if (root === undefined) return undefined;
+    let level: RuleNode = root;
+    let patterns: (string | undefined)[] | undefined;
+    const n = entries.length;
+    for (let i = 0; i < n; i++) {
+      const e = entries[i]!;
+      const kv = e.key + '_' + e.value;
+      let shared = false;
+      let node = level.children.get(kv);
+      if (node === undefined) {
+        node = level.structured?.get(e.key)?.lookup(e.value);
+        if (node === undefined) {
+          for (const w of level.wildcards) {
+            if (w.matcher!(kv)) {
+              node = w;
+              break;
+            }
+          }
+        }
+        shared = node !== undefined && node.shareThreshold;
+        node ??= level.children.get(e.key);
+      }
+      if (node === undefined) return undefined;
+      if (shared) (patterns ??= new Array<string | undefined>(n).fill(undefined))[i] = node.value;
+      if (i === n - 1) {
+        const r = node.limit;
+        if (r === undefined) return undefined;
+        return { limits: r.unlimited ? [] : (r.group ?? [r]), sharePatterns: patterns };
+      }
       if (!node.hasChildren) return undefined;
       level = node;
     }
@@ -233,10 +290,15 @@ export class RuleSet {
     descriptor.entries.forEach((e, i) => {
       key += (i > 0 ? '.' : '') + (e.value === '' ? e.key : e.key + '_' + e.value);
     });
+    const burst = algorithm === 'token_bucket' ? o.requestsPerUnit : 0;
     const limit: Limit = {
       requestsPerUnit: o.requestsPerUnit,
       unit: o.unit,
       windowSeconds,
+      unitMultiplier: 1,
+      keyTail: keyTailOf(algorithm, windowSeconds, o.requestsPerUnit, false),
+      policyParams: policyParamsOf(algorithm, o.requestsPerUnit, windowSeconds, burst, emissionUs),
+      policyName: '',
       name: '',
       unlimited: false,
       shadowMode: false,
@@ -247,9 +309,9 @@ export class RuleSet {
       isOverride: true,
       currentLimit: { requestsPerUnit: o.requestsPerUnit, unit: o.unit, name: '' },
       algorithm,
-      burst: algorithm === 'token_bucket' ? o.requestsPerUnit : 0,
+      burst,
       emissionUs,
-      toleranceUs: emissionUs * (algorithm === 'token_bucket' ? o.requestsPerUnit : 0),
+      toleranceUs: emissionUs * burst,
     };
     return { limit, stats: this.statsFor(key, root.domain), sharePatterns: undefined };
   }
@@ -268,8 +330,7 @@ export class RuleSet {
     const visit = (node: RuleNode): void => {
       for (const composite of [...node.children.keys()].sort()) {
         const child = node.children.get(composite)!;
-        const r = child.limit;
-        if (r !== undefined) {
+        for (const r of limitsOf(child)) {
           const unit = r.unlimited ? 'UNKNOWN' : unitName(r.unit);
           out += `${r.fullKey}: unit=${unit} requests_per_unit=${r.requestsPerUnit}, shadow_mode: ${String(r.shadowMode)}, quota_mode: ${String(r.quotaMode)}${algorithmText(r)}\n`;
         }
@@ -287,17 +348,20 @@ export class RuleSet {
       const visit = (node: RuleNode): void => {
         for (const composite of [...node.children.keys()].sort()) {
           const child = node.children.get(composite)!;
-          const r = child.limit;
-          descriptors.push({
-            key: child.path,
-            limit: r === undefined ? undefined : r.unlimited ? 'unlimited' : `${r.requestsPerUnit}/${unitName(r.unit)}`,
-            name: r?.name ?? '',
-            shadowMode: r?.shadowMode ?? false,
-            quotaMode: r?.quotaMode ?? false,
-            replaces: r?.replaces ?? NO_REPLACES,
-            algorithm: r?.algorithm ?? 'fixed_window',
-            burst: r?.burst ?? 0,
-          });
+          const limits = limitsOf(child);
+          for (const r of limits.length === 0 ? [undefined] : limits) {
+            descriptors.push({
+              key: r?.fullKey ?? child.path,
+              limit: r === undefined ? undefined : r.unlimited ? 'unlimited' : `${r.requestsPerUnit}/${r.unitMultiplier === 1 ? '' : `${r.unitMultiplier} × `}${unitName(r.unit)}`,
+              name: r?.name ?? '',
+              shadowMode: r?.shadowMode ?? false,
+              quotaMode: r?.quotaMode ?? false,
+              replaces: r?.replaces ?? NO_REPLACES,
+              algorithm: r?.algorithm ?? 'fixed_window',
+              burst: r?.burst ?? 0,
+              unitMultiplier: r?.unitMultiplier ?? 1,
+            });
+          }
           visit(child);
         }
       };
@@ -307,10 +371,18 @@ export class RuleSet {
   }
 }
 
-/** `/rlconfig`'s extension text: nothing for fixed_window (upstream's line unchanged). */
+/** Every limit of a node: one, the entries of its `rate_limits` list, or none. */
+function limitsOf(node: RuleNode): readonly RateLimitRule[] {
+  const r = node.limit;
+  if (r === undefined) return [];
+  return r.group ?? [r];
+}
+
+/** `/rlconfig`'s extension text: nothing for a fixed window of one unit (upstream's line unchanged). */
 function algorithmText(r: RateLimitRule): string {
-  if (r.algorithm === 'fixed_window') return '';
-  return r.algorithm === 'token_bucket' ? `, algorithm: token_bucket, burst: ${r.burst}` : `, algorithm: ${r.algorithm}`;
+  const multiplier = r.unitMultiplier === 1 ? '' : `, unit_multiplier: ${r.unitMultiplier}`;
+  if (r.algorithm === 'fixed_window') return multiplier;
+  return multiplier + (r.algorithm === 'token_bucket' ? `, algorithm: token_bucket, burst: ${r.burst}` : `, algorithm: ${r.algorithm}`);
 }
 
 /**
@@ -410,51 +482,47 @@ function addDescriptors(
     const line = d.line > 0 ? `, line ${d.line}` : '';
     const at = (path: string): string => ` (descriptor '${path}'${line})`;
     if (d.key === '') fail(`descriptor has empty key (descriptor #${index + 1} under '${parentPath.slice(0, -1)}'${line})`);
-    const composite = d.value === '' ? d.key : d.key + '_' + d.value;
+    const valueMatch = d.cidr !== undefined ? 'cidr' : d.prefix !== undefined ? 'prefix' : undefined;
+    let value = d.value;
+    let cidr: ReturnType<typeof parseCidr> | undefined;
+    if (valueMatch !== undefined) {
+      // Extension (docs/ratelimit.md, "Matching by CIDR and prefix"); xDS can carry value and cidr together.
+      const where = at(parentPath + d.key);
+      if (d.value !== '') fail(`a descriptor matches by one of value, cidr or prefix, not value and ${valueMatch}` + where);
+      if (d.cidr !== undefined && d.prefix !== undefined) fail('a descriptor matches by one of value, cidr or prefix, not cidr and prefix' + where);
+      if (d.cidr !== undefined) {
+        cidr = parseCidr(d.cidr);
+        if (typeof cidr === 'string') fail(cidr + where);
+        value = cidr.text;
+      } else {
+        if (d.prefix === '') fail("prefix must not be empty (a descriptor without value matches every value)" + where);
+        value = `${d.prefix!}*`;
+      }
+    }
+    const composite = value === '' ? d.key : d.key + '_' + value;
     const path = parentPath + composite;
     if (parent.children.has(composite)) fail(`duplicate descriptor composite key '${path}'`);
 
+    const metadata = d.metadata === undefined ? undefined : deepFreeze(d.metadata);
     let rule: RateLimitRule | undefined;
     if (d.rateLimit !== undefined) {
-      const rl = d.rateLimit;
-      const parsed = parseUnitName(rl.unit);
-      const validUnit = parsed !== undefined && parsed !== 0;
-      if (rl.unlimited) {
-        if (validUnit) fail('should not specify rate limit unit when unlimited' + at(path));
-      } else if (!validUnit) {
-        fail(`invalid rate limit unit '${rl.unit}'` + at(path));
-      }
-      for (const r of rl.replaces) {
-        if (r.name === '') fail('should not have an empty replaces entry' + at(path));
-        if (r.name === rl.name) fail('replaces should not contain name of same descriptor' + at(path));
-      }
-      const { algorithm, burst } = algorithmOf(rl, parsed ?? 0, (problem) => fail(problem + at(path)));
-      if (algorithm !== 'fixed_window') {
-        root.algorithmic = true;
-        noteAlgorithm(algorithm, path);
-      }
-      rule = new RateLimitRule(
-        rl.requestsPerUnit,
-        rl.unlimited ? 0 : (parsed ?? 0),
-        rl.name,
-        rl.unlimited,
-        d.shadowMode,
-        d.quotaMode,
-        rl.replaces.length === 0 ? NO_REPLACES : Object.freeze(rl.replaces.map((r) => r.name)),
-        d.metadata === undefined ? undefined : deepFreeze(d.metadata),
-        path,
-        statsFor,
-        algorithm,
-        burst,
-      );
+      rule = ruleOfSpec(d.rateLimit, '', path, at(path), d, metadata);
+    } else if (d.rateLimits !== undefined) {
+      rule = listOfSpecs(d.rateLimits, path, d, metadata);
     }
-    const wildcard = hasWildcard(composite);
-    if (d.shareThreshold && !wildcard) {
+    for (const r of rule?.group ?? (rule === undefined ? [] : [rule])) {
+      if (r.algorithm !== 'fixed_window') {
+        root.algorithmic = true;
+        noteAlgorithm(r.algorithm, path);
+      }
+    }
+    const wildcard = valueMatch === undefined && hasWildcard(composite);
+    if (d.shareThreshold && !wildcard && valueMatch === undefined) {
       fail(`share_threshold can only be used with wildcard values (containing '*'), but found key '${composite}'`);
     }
     const node = new RuleNode(
       d.key,
-      d.value,
+      value,
       composite,
       path,
       rule,
@@ -462,12 +530,103 @@ function addDescriptors(
       d.detailedMetric,
       d.valueToMetric,
       d.shareThreshold,
+      valueMatch,
     );
     if (d.detailedMetric || d.valueToMetric || d.shareThreshold) root.dynamic = true;
     addDescriptors(root, node, d.descriptors, path + '.', fail, statsFor, noteAlgorithm);
     parent.children.set(composite, node);
     if (wildcard) parent.wildcards.push(node);
+    if (valueMatch !== undefined) {
+      const indexes = (parent.structured ??= new Map<string, ValueIndex<RuleNode>>());
+      let byKey = indexes.get(d.key);
+      if (byKey === undefined) indexes.set(d.key, (byKey = new ValueIndex<RuleNode>()));
+      // Distinct composites are distinct blocks and prefixes (the composite holds the canonical text).
+      if (cidr !== undefined && typeof cidr !== 'string') byKey.addCidr(cidr, node);
+      else byKey.addPrefix(d.prefix!, node);
+    }
   });
+
+  /** One limit (`rate_limit`, or an entry of `rate_limits` with its stats suffix). */
+  function ruleOfSpec(
+    rl: RateLimitSpec,
+    statsSuffix: string,
+    path: string,
+    where: string,
+    d: DescriptorSpec,
+    metadata: { readonly [k: string]: JsonValue } | undefined,
+  ): RateLimitRule {
+    const parsed = parseUnitName(rl.unit);
+    const validUnit = parsed !== undefined && parsed !== 0;
+    if (rl.unlimited) {
+      if (validUnit) fail('should not specify rate limit unit when unlimited' + where);
+    } else if (!validUnit) {
+      fail(`invalid rate limit unit '${rl.unit}'` + where);
+    }
+    for (const r of rl.replaces) {
+      if (r.name === '') fail('should not have an empty replaces entry' + where);
+      if (r.name === rl.name) fail('replaces should not contain name of same descriptor' + where);
+    }
+    const unit = rl.unlimited ? 0 : (parsed ?? 0);
+    const unitMultiplier = unitMultiplierOf(rl, unit, (problem) => fail(problem + where));
+    const { algorithm, burst } = algorithmOf(rl, unitDivider(unit) * unitMultiplier, (problem) => fail(problem + where));
+    return new RateLimitRule(
+      rl.requestsPerUnit,
+      unit,
+      rl.name,
+      rl.unlimited,
+      d.shadowMode,
+      d.quotaMode,
+      rl.replaces.length === 0 ? NO_REPLACES : Object.freeze(rl.replaces.map((r) => r.name)),
+      metadata,
+      path + statsSuffix,
+      statsFor,
+      algorithm,
+      burst,
+      unitMultiplier,
+      statsSuffix,
+    );
+  }
+
+  /** `rate_limits`: every entry a limit of its own, tagged keys, statistics under `<path>.<name or index>`. */
+  function listOfSpecs(list: readonly RateLimitSpec[], path: string, d: DescriptorSpec, metadata: { readonly [k: string]: JsonValue } | undefined): RateLimitRule | undefined {
+    const descriptorAt = ` (descriptor '${path}'${d.line > 0 ? `, line ${d.line}` : ''})`;
+    if (list.length === 0) fail('rate_limits must list at least one limit' + descriptorAt);
+    if (list.length > MAX_LIMITS_PER_DESCRIPTOR) fail(`rate_limits lists ${list.length} limits; at most ${MAX_LIMITS_PER_DESCRIPTOR} (each costs a counter per request)` + descriptorAt);
+    const rules = list.map((rl, i) => {
+      const where = ` (descriptor '${path}', rate_limits entry ${i + 1}${rl.line > 0 ? `, line ${rl.line}` : d.line > 0 ? `, line ${d.line}` : ''})`;
+      if (rl.unlimited) fail('a rate_limits entry cannot be unlimited (use rate_limit: {unlimited: true} for the whole descriptor)' + where);
+      return ruleOfSpec(rl, '.' + (rl.name !== '' ? rl.name : String(i)), path, where, d, metadata);
+    });
+    for (let i = 0; i < rules.length; i++) {
+      for (let j = 0; j < i; j++) {
+        const a = rules[j]!;
+        const b = rules[i]!;
+        if (a.statsSuffix === b.statsSuffix) fail(`rate_limits entries ${j + 1} and ${i + 1} have the same name '${b.name}'` + descriptorAt);
+        if (a.keyTail === b.keyTail) {
+          fail(`rate_limits entries ${j + 1} and ${i + 1} count the same ${b.algorithm} window of ${b.windowSeconds} seconds${b.algorithm === 'token_bucket' ? ` at ${b.requestsPerUnit} per window` : ''}, so they would share one counter; keep one of them` + descriptorAt);
+        }
+      }
+    }
+    const group = Object.freeze(rules);
+    for (const r of rules) r.group = group;
+    return rules[0];
+  }
+}
+
+/** Most limits one `rate_limits` list may carry: every limit is one more counter (store op) per request. */
+export const MAX_LIMITS_PER_DESCRIPTOR = 16;
+/** Longest window (unit × unit_multiplier): 10 years, as for a token bucket's refill. */
+const MAX_WINDOW_SECONDS = 10 * 31_536_000;
+
+/** Validates `unit_multiplier` (docs/ratelimit.md, "Windows of several units"). */
+function unitMultiplierOf(rl: RateLimitSpec, unit: number, fail: (problem: string) => never): number {
+  const m = rl.unitMultiplier;
+  if (m === undefined) return 1;
+  if (rl.unlimited) fail('should not specify unit_multiplier when unlimited');
+  const max = Math.floor(MAX_WINDOW_SECONDS / Math.max(1, unitDivider(unit)));
+  if (typeof m === 'string' || !Number.isSafeInteger(m) || m < 1) fail(`unit_multiplier must be an integer from 1 to ${max}, got ${typeof m === 'string' ? `'${m}'` : String(m)}`);
+  if (m > max) fail(`unit_multiplier ${m} × ${unitName(unit)} is a window longer than 10 years; at most ${max}`);
+  return m;
 }
 
 const ALGORITHMS: readonly Algorithm[] = ['fixed_window', 'sliding_window', 'token_bucket'];
@@ -475,10 +634,10 @@ const MAX_BURST = 4294967295;
 /** A bucket may run at most this far ahead of now (10 years in µs), so every TAT stays an exact integer below 2^53. */
 const MAX_TOLERANCE_US = 10 * 31_536_000 * 1_000_000;
 
-/** Validates the extension fields of one rate_limit (docs/ratelimit.md, "Algorithms (extension)"). */
+/** Validates the extension fields of one rate_limit (docs/ratelimit.md, "Algorithms (extension)"); `windowSeconds`: unit × unit_multiplier. */
 function algorithmOf(
   rl: { readonly algorithm: string; readonly burst: number | string | undefined; readonly unlimited: boolean; readonly requestsPerUnit: number },
-  unit: number,
+  windowSeconds: number,
   fail: (problem: string) => never,
 ): { algorithm: Algorithm; burst: number } {
   const written = rl.algorithm;
@@ -494,7 +653,7 @@ function algorithmOf(
   if (typeof b === 'string') fail(`burst must be an integer from 1 to ${MAX_BURST}, got '${b}'`);
   if (b < 1 || b > MAX_BURST) fail(`burst must be an integer from 1 to ${MAX_BURST}, got ${String(b)}`);
   if (rl.requestsPerUnit === 0) fail('token_bucket needs requests_per_unit of at least 1 (it is the refill rate)');
-  const toleranceUs = b * emissionMicros(unitDivider(unit), rl.requestsPerUnit);
+  const toleranceUs = b * emissionMicros(windowSeconds, rl.requestsPerUnit);
   if (toleranceUs > MAX_TOLERANCE_US) fail(`burst ${b} at ${rl.requestsPerUnit} per unit takes more than 10 years to refill; lower burst or raise requests_per_unit`);
   return { algorithm: 'token_bucket', burst: b };
 }

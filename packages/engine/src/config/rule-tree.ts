@@ -5,6 +5,7 @@ import type { CurrentLimit, JsonValue } from '../domain.js';
 import { unitDivider } from '../limiter/window.js';
 import type { Algorithm } from '../store/counter-store.js';
 import type { RuleStats } from './rule-stats.js';
+import type { ValueIndex } from './value-index.js';
 import type { WildcardMatcher } from './wildcard.js';
 
 /** What the limiter needs to know about a limit, whether it comes from a rule or a request override. */
@@ -12,8 +13,26 @@ export interface Limit {
   readonly requestsPerUnit: number;
   /** Wire unit number; 0 (UNKNOWN) for unlimited rules. Overrides carry the client's raw number. */
   readonly unit: number;
-  /** Window length in seconds; 0 when unlimited or when an override's unit is not a valid unit. */
+  /**
+   * Window length in seconds: the unit's length × unit_multiplier; 0 when unlimited or when an
+   * override's unit is not a valid unit.
+   */
   readonly windowSeconds: number;
+  /** Extension: the window is this many units (1 unless the rule sets unit_multiplier). */
+  readonly unitMultiplier: number;
+  /**
+   * What follows the window start in the counter key (fixed and sliding windows), or the key base
+   * (token buckets): '', `_sw` or `tb` for a limit keyed as before (upstream's fixed window, the
+   * algorithm extension's keys); tagged with the window for multiplied windows and `rate_limits`
+   * entries (`keyTailOf`), so their keys never equal one of those.
+   */
+  readonly keyTail: string;
+  /**
+   * RateLimit-Policy parameters (`;q=<quota>;w=<window seconds>`, draft-ietf-httpapi-ratelimit-headers-11)
+   * and the policy name as a structured-field string (`"name"`; empty for unnamed limits).
+   */
+  readonly policyParams: string;
+  readonly policyName: string;
   /** `rate_limit.name`; empty for overrides and unnamed rules. */
   readonly name: string;
   readonly unlimited: boolean;
@@ -42,6 +61,39 @@ export function emissionMicros(windowSeconds: number, requestsPerUnit: number): 
   return Math.max(1, Math.round((windowSeconds * 1_000_000) / requestsPerUnit));
 }
 
+/**
+ * The key tail of a limit (Limit.keyTail). `tagged`: a multiplied window or a `rate_limits` entry.
+ * Every tagged tail ends in something other than the plain tails: a fixed window's `_w<seconds>`
+ * and a sliding window's `_sw<seconds>` are not all digits after the last `_` (a plain fixed key
+ * is), nor `_sw`; a bucket's `tb<seconds>r<requests_per_unit>` is not `tb`. Two limits of one
+ * descriptor get the same tail only when they count the same thing (the rule builder refuses that).
+ */
+export function keyTailOf(algorithm: Algorithm, windowSeconds: number, requestsPerUnit: number, tagged: boolean): string {
+  // Plain tails: a sliding window's `<base><windowStart>_sw` (fixed-window keys end in `_<digits>`,
+  // so it never equals one) and a bucket's `<base>tb` (one key per descriptor, no window).
+  if (algorithm === 'sliding_window') return tagged ? `_sw${windowSeconds}` : '_sw';
+  if (algorithm === 'token_bucket') return tagged ? `tb${windowSeconds}r${requestsPerUnit}` : 'tb';
+  return tagged ? `_w${windowSeconds}` : '';
+}
+
+/** A structured-field String (RFC 8941 §3.3.3) of `text`: printable ASCII, `"` and `\\` escaped, anything else as `?`. */
+export function sfString(text: string): string {
+  let out = '"';
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 || c === 0x5c) out += '\\' + text[i];
+    else if (c >= 0x20 && c <= 0x7e) out += text[i];
+    else out += '?';
+  }
+  return out + '"';
+}
+
+/** RateLimit-Policy parameters of a limit: the quota and its window in seconds (a bucket: burst, and the time to refill it). */
+export function policyParamsOf(algorithm: Algorithm, requestsPerUnit: number, windowSeconds: number, burst: number, emissionUs: number): string {
+  if (algorithm === 'token_bucket' && emissionUs > 0) return `;q=${burst};w=${Math.max(1, Math.ceil((burst * emissionUs) / 1_000_000))}`;
+  return windowSeconds > 0 ? `;q=${requestsPerUnit};w=${windowSeconds}` : `;q=${requestsPerUnit}`;
+}
+
 /** Result of `RuleSet.getLimit`: the limit, its stats for this request, and share-threshold substitutions. */
 export interface LimitMatch {
   readonly limit: Limit;
@@ -51,6 +103,11 @@ export interface LimitMatch {
    * (share_threshold), or undefined to use the value as sent. Undefined when no entry is shared.
    */
   readonly sharePatterns: readonly (string | undefined)[] | undefined;
+  /**
+   * A `rate_limits` descriptor: every limit of the list with its own stats, in list order (the
+   * first is this match's own limit). Undefined for a descriptor with one limit.
+   */
+  readonly group?: readonly LimitMatch[] | undefined;
 }
 
 export const NO_REPLACES: readonly string[] = Object.freeze([]);
@@ -59,6 +116,11 @@ export class RateLimitRule implements Limit {
   readonly windowSeconds: number;
   readonly isOverride = false;
   readonly currentLimit: Readonly<CurrentLimit>;
+  readonly keyTail: string;
+  readonly policyParams: string;
+  readonly policyName: string;
+  /** A `rate_limits` list: all of its limits, this one included (set by the builder); undefined for one limit. */
+  group: readonly RateLimitRule[] | undefined;
   private staticMatchCache: LimitMatch | undefined;
 
   constructor(
@@ -75,27 +137,51 @@ export class RateLimitRule implements Limit {
     readonly algorithm: Algorithm = 'fixed_window',
     /** token_bucket only (the builder passes requests_per_unit when the rule has none). */
     readonly burst = 0,
+    /** Extension: the window is this many units. */
+    readonly unitMultiplier = 1,
+    /**
+     * Extension: `.<name or index>` for a `rate_limits` entry (its statistics and /rlconfig line
+     * are `<path>.<name or index>`), '' otherwise. Entries and multiplied windows get tagged keys.
+     */
+    readonly statsSuffix = '',
   ) {
-    this.windowSeconds = unlimited ? 0 : unitDivider(unit);
+    this.windowSeconds = unlimited ? 0 : unitDivider(unit) * unitMultiplier;
     this.currentLimit = Object.freeze({ requestsPerUnit, unit, name });
     const bucket = algorithm === 'token_bucket' && this.windowSeconds > 0 && requestsPerUnit > 0;
     this.emissionUs = bucket ? emissionMicros(this.windowSeconds, requestsPerUnit) : 0;
     this.toleranceUs = bucket ? burst * this.emissionUs : 0;
+    this.keyTail = keyTailOf(algorithm, this.windowSeconds, requestsPerUnit, unitMultiplier !== 1 || statsSuffix !== '');
+    this.policyParams = policyParamsOf(algorithm, requestsPerUnit, this.windowSeconds, burst, this.emissionUs);
+    this.policyName = name === '' ? '' : sfString(name);
+    this.path = statsSuffix === '' ? fullKey : fullKey.slice(0, fullKey.length - statsSuffix.length);
   }
 
   readonly emissionUs: number;
   readonly toleranceUs: number;
+  /** The descriptor's config path (fullKey without a `rate_limits` entry's suffix). */
+  readonly path: string;
 
   /** The match for requests whose stats key is the rule's path and that share nothing: built once. */
   get staticMatch(): LimitMatch {
-    this.staticMatchCache ??= Object.freeze({ limit: this, stats: this.statsFor(this.fullKey), sharePatterns: undefined });
+    if (this.staticMatchCache === undefined) {
+      const group = this.group;
+      if (group === undefined) this.staticMatchCache = Object.freeze({ limit: this, stats: this.statsFor(this.fullKey), sharePatterns: undefined });
+      else {
+        const members = Object.freeze(group.map((r): LimitMatch => Object.freeze({ limit: r, stats: r.statsFor(r.fullKey), sharePatterns: undefined })));
+        this.staticMatchCache = Object.freeze({ ...members[0]!, group: members });
+      }
+    }
     return this.staticMatchCache;
   }
 
+  /** `statsKey`: the descriptor's stats key (a `rate_limits` entry appends its suffix). */
   matchWith(statsKey: string, sharePatterns: readonly (string | undefined)[] | undefined): LimitMatch {
-    if (statsKey === this.fullKey && sharePatterns === undefined) return this.staticMatch;
+    if (statsKey === this.path && sharePatterns === undefined) return this.staticMatch;
+    const group = this.group;
     // Per-value keys are capped per rule (the rule's path is their group).
-    return { limit: this, stats: this.statsFor(statsKey, this.fullKey), sharePatterns };
+    if (group === undefined) return { limit: this, stats: this.statsFor(statsKey, this.fullKey), sharePatterns };
+    const members = group.map((r): LimitMatch => ({ limit: r, stats: r.statsFor(statsKey + r.statsSuffix, r.fullKey), sharePatterns }));
+    return { ...members[0]!, group: members };
   }
 }
 
@@ -104,6 +190,8 @@ export class RuleNode {
   readonly children = new Map<string, RuleNode>();
   /** Children whose composite contains `*`, in declaration order (first match wins). */
   readonly wildcards: RuleNode[] = [];
+  /** Extension: children matching by `cidr:` or `prefix:`, indexed per descriptor key (undefined when none). */
+  structured: Map<string, ValueIndex<RuleNode>> | undefined;
 
   constructor(
     readonly key: string,
@@ -112,11 +200,14 @@ export class RuleNode {
     readonly composite: string,
     /** Dotted config path, starting with the domain. */
     readonly path: string,
+    /** The descriptor's limit (of a `rate_limits` list: the first; `limit.group` has them all). */
     readonly limit: RateLimitRule | undefined,
     readonly matcher: WildcardMatcher | undefined,
     readonly detailedMetric: boolean,
     readonly valueToMetric: boolean,
     readonly shareThreshold: boolean,
+    /** Extension: how the node matches the value when it is neither exact nor a wildcard. */
+    readonly valueMatch: 'cidr' | 'prefix' | undefined = undefined,
   ) {}
 
   get hasChildren(): boolean {

@@ -1,10 +1,26 @@
 // xDS RateLimitConfig resources -> the validated rule set the YAML loader builds (as upstream's src/config/config_xds.go).
 // Each resource is one rule source named after the resource, so errors read like a file's:
 // `<resource name>: <problem>`. The xDS schema has no value_to_metric and no share_threshold; it
-// carries our algorithm extension in RateLimitPolicy fields 1000 (algorithm) and 1001 (burst).
-import type { RateLimitConfigDescriptorMsg, RateLimitConfigMsg } from '@rls/rls-proto';
+// carries our extensions in RateLimitPolicy fields 1000 (algorithm), 1001 (burst) and 1002
+// (unit_multiplier), and RateLimitDescriptor fields 1003 (rate_limits), 1004 (cidr), 1005 (prefix).
+import type { RateLimitConfigDescriptorMsg, RateLimitConfigMsg, RateLimitPolicyMsg } from '@rls/rls-proto';
 import type { JsonValue } from '../domain.js';
-import type { DescriptorSpec, DomainSpec } from './rule-file.js';
+import type { DescriptorSpec, DomainSpec, RateLimitSpec } from './rule-file.js';
+
+function policySpec(rl: RateLimitPolicyMsg): RateLimitSpec {
+  return {
+    unit: rl.unit,
+    requestsPerUnit: rl.requestsPerUnit,
+    unlimited: rl.unlimited,
+    name: rl.name,
+    replaces: rl.replaces.map((r) => ({ name: r.name })),
+    // The extension fields 1000-1002 of RateLimitPolicy (rls_conf.proto); burst and unit_multiplier 0 are "unset".
+    algorithm: rl.algorithm ?? '',
+    burst: rl.burst,
+    unitMultiplier: rl.unitMultiplier,
+    line: 0,
+  };
+}
 import { loadRuleSetFromSpecs, type LoadOptions, type RuleSet } from './rule-set.js';
 
 function descriptorSpec(d: RateLimitConfigDescriptorMsg): DescriptorSpec {
@@ -12,19 +28,11 @@ function descriptorSpec(d: RateLimitConfigDescriptorMsg): DescriptorSpec {
   return {
     key: d.key,
     value: d.value,
-    rateLimit:
-      rl === undefined
-        ? undefined
-        : {
-            unit: rl.unit,
-            requestsPerUnit: rl.requestsPerUnit,
-            unlimited: rl.unlimited,
-            name: rl.name,
-            replaces: rl.replaces.map((r) => ({ name: r.name })),
-            // The extension fields 1000/1001 of RateLimitPolicy (rls_conf.proto); burst 0 is "unset".
-            algorithm: rl.algorithm ?? '',
-            burst: rl.burst,
-          },
+    // RateLimitDescriptor's extension fields 1003-1005: rate_limits, cidr, prefix.
+    ...(d.cidr !== undefined ? { cidr: d.cidr } : {}),
+    ...(d.prefix !== undefined ? { prefix: d.prefix } : {}),
+    rateLimit: rl === undefined ? undefined : policySpec(rl),
+    ...(d.rateLimits !== undefined && d.rateLimits.length > 0 ? { rateLimits: d.rateLimits.map(policySpec) } : {}),
     descriptors: d.descriptors.map(descriptorSpec),
     shadowMode: d.shadowMode,
     quotaMode: d.quotaMode,

@@ -33,7 +33,8 @@ export class YamlSyntaxError extends Error {}
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 // Guards against alias bombs: operators write rule files, but a runaway file must not hang a reload.
-const MAX_NODES = 1_000_000;
+// 4M nodes is about 360,000 one-line rules (a CIDR allow list of 100,000 blocks is about 1.1M nodes).
+export const MAX_YAML_NODES = 4_000_000;
 
 /**
  * Parses every document of `text`. Documents without content (an empty file, comments only, a
@@ -57,7 +58,7 @@ export function parseYamlDocuments(text: string): (YNode | null)[] {
     }
   }
   return list.map((doc) => {
-    const budget = { left: MAX_NODES };
+    const budget = { left: MAX_YAML_NODES };
     if (doc.contents === null) return null;
     const root = convert(doc, doc.contents, lineStarts, budget, 0);
     // A document that is only `---` (or only comments after it) has a null root: no content.
@@ -66,7 +67,7 @@ export function parseYamlDocuments(text: string): (YNode | null)[] {
 }
 
 function convert(doc: Document.Parsed, node: Node, lineStarts: number[], budget: { left: number }, depth: number): YNode {
-  if (--budget.left < 0 || depth > 1000) throw new YamlSyntaxError('yaml: document too large (alias expansion)');
+  if (--budget.left < 0 || depth > 1000) throw new YamlSyntaxError(`yaml: document too large: more than ${MAX_YAML_NODES} nodes after alias expansion, or nested more than 1000 deep`);
   const line = lineOf(lineStarts, node.range?.[0] ?? 0);
   if (isAlias(node)) {
     const target = node.resolve(doc);

@@ -7,11 +7,6 @@ import type { Limit } from '../config/rule-tree.js';
 import { saturate, SATURATED_COUNT } from '../store/counter-store.js';
 import { nearLimitThreshold } from './descriptor-status.js';
 
-/** Key suffix of sliding-window counters: fixed-window keys end in `_<digits>`, so these never equal one. */
-export const SLIDING_KEY_SUFFIX = '_sw';
-/** Key tail of token buckets (one key per descriptor, no window): `<prefix><domain>_<k>_<v>_tb`. */
-export const BUCKET_KEY_TAIL = 'tb';
-
 /** floor(a × b ÷ c) exactly for non-negative integers (c > 0), also past 2^53. */
 export function mulDivFloor(a: number, b: number, c: number): number {
   const prod = a * b;

@@ -28,3 +28,23 @@ export function cacheKeyBase(
   }
   return key;
 }
+
+/**
+ * The store keys of one limit at `nowSeconds` (docs/ratelimit.md, "Counters on the debug port"):
+ * the key the limiter counts in, and a sliding window's previous window key. The same keys the
+ * limiter's `plan` builds (fixed-window-limiter.ts; a test checks they agree).
+ */
+export function limitKeys(
+  prefix: string,
+  domain: string,
+  entries: readonly DescriptorEntry[],
+  sharePatterns: readonly (string | undefined)[] | undefined,
+  limit: { readonly algorithm: string; readonly windowSeconds: number; readonly keyTail: string },
+  nowSeconds: number,
+): { key: string; previousKey?: string } {
+  const base = cacheKeyBase(prefix, domain, entries, sharePatterns);
+  if (limit.algorithm === 'token_bucket') return { key: base + limit.keyTail };
+  const start = nowSeconds - (nowSeconds % limit.windowSeconds);
+  if (limit.algorithm === 'sliding_window') return { key: base + String(start) + limit.keyTail, previousKey: base + String(start - limit.windowSeconds) + limit.keyTail };
+  return { key: base + String(start) + limit.keyTail };
+}

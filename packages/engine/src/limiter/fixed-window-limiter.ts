@@ -10,7 +10,7 @@ import { SATURATED_COUNT, type CounterOp, type OpResult } from '../store/counter
 import type { RandomSource } from '../clock.js';
 import type { LimitMatch } from '../config/rule-tree.js';
 import { Code, type DescriptorEntry, type DescriptorStatus } from '../domain.js';
-import { BUCKET_KEY_TAIL, SLIDING_KEY_SUFFIX, bucketOutcome, bucketStatus, bucketWouldRefuse, slidingAdmitsAgainAtMs, slidingEstimate } from './algorithms.js';
+import { bucketOutcome, bucketStatus, bucketWouldRefuse, slidingAdmitsAgainAtMs, slidingEstimate } from './algorithms.js';
 import { buildCacheKey, cacheKeyBase } from './cache-key.js';
 import { counterStatus, localCacheStatus } from './descriptor-status.js';
 import type { LocalOverLimitCache } from './local-cache.js';
@@ -93,13 +93,18 @@ export class FixedWindowLimiter {
       if (m === undefined) continue;
       const divider = m.limit.windowSeconds;
       const algorithm = m.limit.algorithm;
+      // '' / `_sw` / `tb` for limits keyed as upstream and the algorithm extension key them; tagged
+      // with the window for multiplied windows and rate_limits entries (rule-tree.ts, keyTailOf).
+      const tail = m.limit.keyTail;
       let key: string;
       if (algorithm === 'fixed_window') {
         const start = windowStart(nowSeconds, divider);
-        if (memo === undefined) key = buildCacheKey(prefix, domain, entriesOf(i), m.sharePatterns, start);
-        else if (memo.starts[i] === start) key = memo.keys[i]!;
+        if (memo === undefined) {
+          key = buildCacheKey(prefix, domain, entriesOf(i), m.sharePatterns, start);
+          if (tail !== '') key += tail;
+        } else if (memo.starts[i] === start) key = memo.keys[i]!;
         else {
-          key = (memo.bases[i] ??= cacheKeyBase(prefix, domain, entriesOf(i), m.sharePatterns)) + String(start);
+          key = (memo.bases[i] ??= cacheKeyBase(prefix, domain, entriesOf(i), m.sharePatterns)) + String(start) + tail;
           memo.starts[i] = start;
           memo.keys[i] = key;
         }
@@ -107,10 +112,10 @@ export class FixedWindowLimiter {
         const base = memo === undefined ? cacheKeyBase(prefix, domain, entriesOf(i), m.sharePatterns) : (memo.bases[i] ??= cacheKeyBase(prefix, domain, entriesOf(i), m.sharePatterns));
         if (algorithm === 'sliding_window') {
           const start = windowStart(nowSeconds, divider);
-          key = base + String(start) + SLIDING_KEY_SUFFIX;
-          (previousKeys ??= new Array<string | undefined>(n))[i] = base + String(start - divider) + SLIDING_KEY_SUFFIX;
+          key = base + String(start) + tail;
+          (previousKeys ??= new Array<string | undefined>(n))[i] = base + String(start - divider) + tail;
         } else {
-          key = memo === undefined ? base + BUCKET_KEY_TAIL : (memo.keys[i] ??= base + BUCKET_KEY_TAIL);
+          key = memo === undefined ? base + tail : (memo.keys[i] ??= base + tail);
         }
       }
       keys[i] = key;

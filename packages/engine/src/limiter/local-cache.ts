@@ -96,6 +96,14 @@ export class LocalOverLimitCache {
     this.usedBytes += bytes;
   }
 
+  /** Forgets `key` (an operator reset its counter); true when it was remembered. */
+  forget(key: string): boolean {
+    const e = this.entries.get(key);
+    if (e === undefined) return false;
+    this.remove(key, e);
+    return true;
+  }
+
   get size(): number {
     return this.entries.size;
   }

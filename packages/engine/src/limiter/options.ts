@@ -9,6 +9,12 @@ export interface ResponseHeaderOptions {
   readonly remainingHeader: string;
   /** LIMIT_RESET_HEADER, default `RateLimit-Reset`. */
   readonly resetHeader: string;
+  /**
+   * LIMIT_RESPONSE_POLICY_HEADERS_ENABLED (extension, default off): also add `RateLimit-Policy`
+   * (every limit that applied) and `RateLimit` (the one that decides), in the syntax of
+   * draft-ietf-httpapi-ratelimit-headers-11 (limiter/policy-headers.ts).
+   */
+  readonly policyHeaders?: boolean | undefined;
 }
 
 export interface LimiterOptions {

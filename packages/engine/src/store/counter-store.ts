@@ -101,6 +101,11 @@ export interface CounterStore {
     execute(ops: readonly CounterOp[]): OpResult[];
     get(keys: readonly string[]): number[];
   };
+  /**
+   * Removes the keys (an operator's reset on the debug port; never on the request path), in one
+   * round trip per node where the backend allows it. Absent: the store cannot reset counters.
+   */
+  delete?(keys: readonly string[]): Promise<void>;
   /** True while at least one connection to the backend is up (memory store: always). */
   isConnected(): boolean;
   /** Subscribe to connection state changes (used by the health component). */

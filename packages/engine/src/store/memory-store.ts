@@ -165,6 +165,13 @@ export class MemoryStore implements CounterStore {
     return { value: next, admitted: true };
   }
 
+  /** Removes the keys (their queue entries go stale and are dropped when their bucket comes up). */
+  delete(keys: readonly string[]): Promise<void> {
+    for (const k of keys) this.entries.delete(k);
+    this.keysGauge?.set(this.entries.size);
+    return Promise.resolve();
+  }
+
   isConnected(): boolean {
     return true;
   }

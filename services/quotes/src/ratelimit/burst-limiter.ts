@@ -5,13 +5,19 @@ import { QuotesError } from '../errors.js';
 import type { PreparedDecision } from './decider.js';
 import type { RateLimitGate } from './rate-limit-gate.js';
 
-/** The two descriptors of one API request (one limit per descriptor path, so one per window). */
+/**
+ * The descriptor of one API request: its rule carries the plan's per-second and per-minute limits
+ * (`rate_limits`), so one descriptor counts against both and its status is the one that decides.
+ */
 export function burstDescriptors(planId: string, tokenId: string): RequestDescriptorMsg[] {
-  const base = [
-    { key: 'plan', value: planId },
-    { key: 'token', value: tokenId },
+  return [
+    {
+      entries: [
+        { key: 'plan', value: planId },
+        { key: 'token', value: tokenId },
+      ],
+    },
   ];
-  return [{ entries: [...base, { key: 'window', value: 'second' }] }, { entries: [...base, { key: 'window', value: 'minute' }] }];
 }
 
 /** Per-plan, per-token burst limits from the `quotes` rule file: 429 with RateLimit-* and Retry-After. */

@@ -20,16 +20,12 @@ descriptors:
     value: startup
     descriptors:
       - key: token
-        descriptors:
-          - { key: window, value: second, rate_limit: { unit: second, requests_per_unit: 3 } }
-          - { key: window, value: minute, rate_limit: { unit: minute, requests_per_unit: 5 } }
+        rate_limits: [{ unit: second, requests_per_unit: 3 }, { unit: minute, requests_per_unit: 5 }]
   - key: plan
     value: pro
     descriptors:
       - key: token
-        descriptors:
-          - { key: window, value: second, rate_limit: { unit: second, requests_per_unit: 4 } }
-          - { key: window, value: minute, rate_limit: { unit: minute, requests_per_unit: 100 } }
+        rate_limits: [{ unit: second, requests_per_unit: 4 }, { unit: minute, requests_per_unit: 100 }]
 `;
 
 const HEADERS = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'retry-after', 'x-quota-limit', 'x-quota-remaining'] as const;

@@ -116,6 +116,13 @@ export class ClusterStore implements CounterStore {
     });
   }
 
+  /** One `DEL` per key (a DEL cannot span slots), each to its key's master, all nodes at once. */
+  async delete(keys: readonly string[]): Promise<void> {
+    if (keys.length === 0) return;
+    const replies = await this.run(keys.map((k) => ({ slot: keySlot(k), text: encodeCommand(['DEL', k]) })));
+    for (const r of replies) if (typeof r !== 'number') throw new StoreError(`redis error: DEL answered ${r instanceof RespErrorReply ? r.message : JSON.stringify(r)}`);
+  }
+
   isConnected(): boolean {
     return this.connected;
   }

@@ -149,6 +149,9 @@ export class LineReply implements ReplyParser {
 
 export const encodeIncr = (key: string, delta: number): string => `incr ${key} ${delta}\r\n`;
 
+/** `delete <key>` (an operator's reset); answered DELETED or NOT_FOUND. */
+export const encodeDelete = (key: string): string => `delete ${key}\r\n`;
+
 export function encodeAdd(key: string, value: number, exptime: number): string {
   const data = String(value);
   return `add ${key} 0 ${exptime} ${data.length}\r\n${data}\r\n`;

@@ -33,7 +33,7 @@
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import { SATURATED_COUNT, StoreError, mathRandom, saturate, type Algorithm, type Clock, type Counter, type CounterOp, type CounterStore, type OpResult, type RandomSource, type StatsStore } from '@rls/engine';
 import { McConnection, type McConnectionEvents } from './memcached-connection.js';
-import { encodeAdd, encodeGet, encodeIncr, expirationField, GetReply, invalidKeyReason, LineReply } from './memcached-protocol.js';
+import { encodeAdd, encodeDelete, encodeGet, encodeIncr, expirationField, GetReply, invalidKeyReason, LineReply } from './memcached-protocol.js';
 import { HashRing, keyHash } from './memcached-ring.js';
 import { resolveSrvTargets, type SrvLookup } from './srv.js';
 import type { StoreLogger } from './redis-store.js';
@@ -266,6 +266,35 @@ export class MemcachedStore implements CounterStore {
     for (const k of keys) if (!plans.has(k)) plans.set(k, { conn: this.connectionFor(k), addend: 0, expireSeconds: 0, before: 0, found: false });
     await this.fetch(plans);
     return keys.map((k) => (plans.get(k) as KeyPlan).before);
+  }
+
+  /**
+   * Deletes the keys (an operator's reset on the debug port), each over the connection its
+   * increments use, so it lands after the writes queued before it. Unlike the request path this
+   * fails with StoreError when a node does not answer: the operator must learn the reset did not happen.
+   */
+  async delete(keys: readonly string[]): Promise<void> {
+    if (this.closed) throw new StoreError('memcached store closed');
+    await Promise.all(
+      keys.map(
+        (key) =>
+          new Promise<void>((resolve, reject) => {
+            const conn = this.connectionFor(key);
+            if (conn === undefined) {
+              resolve();
+              return;
+            }
+            conn.send(
+              encodeDelete(key),
+              new LineReply((err, line) => {
+                if (err !== undefined) reject(err);
+                else if (line === 'DELETED' || line === 'NOT_FOUND') resolve();
+                else reject(new StoreError(`memcached delete answered ${JSON.stringify(line.slice(0, 80))}`));
+              }),
+            );
+          }),
+      ),
+    );
   }
 
   isConnected(): boolean {

@@ -6,7 +6,7 @@
 import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 import { StoreError, type Algorithm, type CounterOp, type CounterStore, type OpResult, type RandomSource, type StatsStore } from '@rls/engine';
 import { ConnectionPool, type OnEmptyBehavior, type StoreLogger } from './connection-pool.js';
-import { encodeCommand, encodeExecute, encodeIncrements, ExecuteReplies, IncrementReplies, MgetReply } from './redis-commands.js';
+import { encodeCommand, encodeExecute, encodeIncrements, ExecuteReplies, IncrementReplies, MgetReply, RawReplies } from './redis-commands.js';
 import type { RespEndpoint } from './resp-connection.js';
 
 export type { StoreLogger } from './connection-pool.js';
@@ -111,6 +111,22 @@ export function getVia(pool: ConnectionPool, keys: readonly string[]): Promise<n
   return new Promise((resolve, reject) => pool.send(text, new MgetReply(resolve, reject)));
 }
 
+/** `DEL` of `keys` through `pool` (an operator's reset on the debug port). */
+export function deleteVia(pool: ConnectionPool, keys: readonly string[]): Promise<void> {
+  if (keys.length === 0) return Promise.resolve();
+  const text = encodeCommand(['DEL', ...keys]);
+  return new Promise((resolve, reject) =>
+    pool.send(
+      text,
+      new RawReplies(
+        1,
+        (replies) => (typeof replies[0] === 'number' ? resolve() : reject(new StoreError(`redis error: DEL answered ${JSON.stringify(replies[0])}`))),
+        reject,
+      ),
+    ),
+  );
+}
+
 /** What every Redis mode runs: sliding window by INCRBY+EXPIRE+GET, token bucket by a Lua script. */
 export const REDIS_ALGORITHMS: ReadonlySet<Algorithm> = new Set<Algorithm>(['fixed_window', 'sliding_window', 'token_bucket']);
 
@@ -185,6 +201,10 @@ export class RedisStore implements CounterStore {
 
   get(keys: readonly string[]): Promise<number[]> {
     return getVia(this.pool, keys);
+  }
+
+  delete(keys: readonly string[]): Promise<void> {
+    return deleteVia(this.pool, keys);
   }
 
   isConnected(): boolean {

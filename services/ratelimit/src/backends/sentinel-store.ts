@@ -13,7 +13,7 @@
 // settings apply to both. "Connected" means a verified connection to the current master is up.
 import { StoreError, mathRandom, type Algorithm, type CounterOp, type CounterStore, type OpResult } from '@rls/engine';
 import { ConnectionPool } from './connection-pool.js';
-import { authCommand, executeVia, getVia, incrementVia, parseRedisEndpoint, poolOptionsFrom, REDIS_ALGORITHMS, type RedisStoreOptions } from './redis-store.js';
+import { authCommand, deleteVia, executeVia, getVia, incrementVia, parseRedisEndpoint, poolOptionsFrom, REDIS_ALGORITHMS, type RedisStoreOptions } from './redis-store.js';
 import { encodeCommand, HandshakeReplies, RawReplies } from './redis-commands.js';
 import { RespConnection, type ReplyHandler, type RespEndpoint } from './resp-connection.js';
 import { RespErrorReply, type RespReply } from './resp-parser.js';
@@ -146,6 +146,13 @@ export class SentinelStore implements CounterStore {
     const pool = this.pool;
     if (pool !== undefined) return getVia(pool, keys);
     return this.waitForMaster(this.opts.timeoutMs).then((p) => getVia(p, keys));
+  }
+
+  delete(keys: readonly string[]): Promise<void> {
+    if (keys.length === 0) return Promise.resolve();
+    const pool = this.pool;
+    if (pool !== undefined) return deleteVia(pool, keys);
+    return this.waitForMaster(this.opts.timeoutMs).then((p) => deleteVia(p, keys));
   }
 
   isConnected(): boolean {

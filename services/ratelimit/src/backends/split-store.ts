@@ -72,6 +72,14 @@ export class PerSecondSplitStore implements CounterStore {
     return keys.map((_k, k) => (windowSeconds[k] === 1 ? (b[j++] as number) : (a[i++] as number)));
   }
 
+  /** From both stores (a key lives in one of them; deleting a missing key is harmless). */
+  async delete(keys: readonly string[]): Promise<void> {
+    const main = this.main.delete?.bind(this.main);
+    const second = this.perSecond.delete?.bind(this.perSecond);
+    if (main === undefined || second === undefined) throw new StoreError(`${this.kind}: the per-second split store deletes only over stores that both can`);
+    await Promise.all([main(keys), second(keys)]);
+  }
+
   /** Both stores must be reachable for every request to be served. */
   isConnected(): boolean {
     return this.main.isConnected() && this.perSecond.isConnected();

@@ -22,6 +22,7 @@ const FILES: Readonly<Record<string, { file: string; type: string }>> = {
   '/operator/': { file: 'index.html', type: 'text/html; charset=utf-8' },
   '/operator/app.js': { file: 'app.js', type: 'text/javascript; charset=utf-8' },
   '/operator/style.css': { file: 'style.css', type: 'text/css; charset=utf-8' },
+  '/operator/counters.js': { file: 'counters.js', type: 'text/javascript; charset=utf-8' },
 };
 
 const SECURITY_HEADERS: Readonly<Record<string, string>> = {

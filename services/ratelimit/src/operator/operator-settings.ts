@@ -1,6 +1,6 @@
 // The operator page on the debug port (docs/ratelimit.md, "Operator page"): who may see it and the
 // bounds of what it keeps. Everything it keeps is bounded by these settings, whatever the traffic.
-import { def, parseEnum, parseInteger } from '@rls/settings';
+import { def, parseBool, parseEnum, parseInteger } from '@rls/settings';
 
 export type OperatorPageMode = 'loopback' | 'on' | 'off';
 
@@ -24,6 +24,13 @@ export const OPERATOR_SETTING_DEFS = {
     meaning:
       'The top list looks at about one ShouldRateLimit call in this many (randomly spaced) and counts its over-limit descriptors with this weight, so the other calls pay nothing for it. 1 looks at every call; 1–10000.',
     parse: (raw) => parseInteger(raw, 1, 10_000),
+  }),
+  countersResetEnabled: def({
+    name: 'COUNTERS_RESET_ENABLED',
+    default: 'false',
+    meaning:
+      'Allow `POST /counters/reset` on the debug port (same access rule as the operator page): deletes the counters of one domain + descriptor in the store and forgets them in this process\'s local over-limit cache; each reset is logged with the remote address and counted in ratelimit.operator.counters_reset. Off: refused with 403 (the lookup, `GET /counters`, always works while the operator page is on).',
+    parse: (raw) => (raw === '' ? false : parseBool(raw)),
   }),
   operatorChartRules: def({
     name: 'OPERATOR_CHART_RULES',

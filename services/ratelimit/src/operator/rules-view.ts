@@ -4,7 +4,7 @@
 // bounded: at most MAX_NODES descriptors, every string cut to MAX_TEXT characters, the history
 // to MAX_RELOADS entries and each error text to MAX_ERROR characters.
 import { decodeRateLimitConfig } from '@rls/rls-proto';
-import { decodeRuleDocument, domainSpecOf, parseYamlDocuments, type DescriptorSpec, type DomainSpec, type RuleSource } from '@rls/engine';
+import { decodeRuleDocument, domainSpecOf, parseYamlDocuments, type DescriptorSpec, type DomainSpec, type RateLimitSpec, type RuleSource } from '@rls/engine';
 import type { RuleSnapshot } from '../provider/rule-snapshot.js';
 
 export const MAX_NODES = 5000;
@@ -34,8 +34,11 @@ export interface LimitView {
 
 export interface DescriptorView {
   readonly key: string;
+  /** The value as written; `cidr:<block>` or `prefix:<text>` for the matching extensions. */
   readonly value: string;
   readonly limit?: LimitView;
+  /** A `rate_limits` descriptor: every limit (`limit` is then the first). */
+  readonly limits?: readonly LimitView[];
   readonly shadowMode: boolean;
   readonly quotaMode: boolean;
   readonly detailedMetric: boolean;
@@ -84,15 +87,15 @@ interface Budget {
   rules: number;
 }
 
-function rateLimitView(d: DescriptorSpec): LimitView | undefined {
-  const rl = d.rateLimit;
+function rateLimitView(rl: RateLimitSpec | undefined): LimitView | undefined {
   if (rl === undefined) return undefined;
   // The extension fields are read defensively: an engine without them means fixed_window.
   const ext = rl as { algorithm?: unknown; burst?: unknown };
   const algorithm = typeof ext.algorithm === 'string' && ext.algorithm !== '' ? truncate(ext.algorithm) : 'fixed_window';
+  const multiplier = typeof rl.unitMultiplier === 'number' && rl.unitMultiplier !== 1 ? `${rl.unitMultiplier} × ` : '';
   const view: LimitView = {
     requestsPerUnit: rl.requestsPerUnit,
-    unit: truncate(String(rl.unit).toUpperCase()),
+    unit: truncate(multiplier + String(rl.unit).toUpperCase()),
     unlimited: rl.unlimited,
     name: truncate(rl.name),
     algorithm,
@@ -113,12 +116,15 @@ function descriptorViews(list: readonly DescriptorSpec[], budget: Budget): Descr
       break;
     }
     budget.nodes += 1;
-    const limit = rateLimitView(d);
+    const limits = d.rateLimits?.slice(0, 16).map((rl) => rateLimitView(rl)!);
+    const limit = limits?.[0] ?? rateLimitView(d.rateLimit);
     if (limit !== undefined) budget.rules += 1;
+    const value = d.cidr !== undefined ? `cidr:${d.cidr}` : d.prefix !== undefined ? `prefix:${d.prefix}` : d.value;
     out.push({
       key: truncate(d.key),
-      value: truncate(d.value),
+      value: truncate(value),
       ...(limit !== undefined ? { limit } : {}),
+      ...(limits !== undefined ? { limits } : {}),
       shadowMode: d.shadowMode,
       quotaMode: d.quotaMode,
       detailedMetric: d.detailedMetric,

@@ -20,6 +20,7 @@ import type { RuleSet, StatsStore } from '@rls/engine';
 import { ConnectionGuard, createBoundedHttpServer, DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './connection-guard.js';
 import { CpuProfiler, heapSnapshotStream } from './debug-profiler.js';
 import { LIMIT_SETTING_DEFS } from './limits-settings.js';
+import type { CountersRoutes } from '../operator/counters-routes.js';
 import type { OperatorRoutes } from '../operator/operator-routes.js';
 import { silentLogger, type TransportLogger } from './transport-logger.js';
 
@@ -37,6 +38,8 @@ export interface DebugServerOptions {
   maxConnections?: number | undefined;
   /** The operator page under /operator (absent: OPERATOR_PAGE=off, those paths answer 404). */
   operator?: OperatorRoutes | undefined;
+  /** /counters and /counters/reset (operator/counters-routes.ts; absent with OPERATOR_PAGE=off). */
+  counters?: CountersRoutes | undefined;
 }
 
 export interface DebugServer {
@@ -183,12 +186,15 @@ class DebugServerImpl {
   private readonly profiler = new CpuProfiler();
   private readonly logger: TransportLogger;
   private readonly maxSeconds: number;
-  private readonly endpoints: Readonly<Record<string, string>>;
+  private endpoints: Readonly<Record<string, string>>;
 
   constructor(private readonly opts: DebugServerOptions) {
     this.logger = opts.logger ?? silentLogger;
     this.maxSeconds = opts.maxProfileSeconds ?? 120;
     this.endpoints = opts.operator === undefined ? ENDPOINTS : { ...ENDPOINTS, '/operator/': 'operator page: rules, reloads, top over-limit descriptors, rates, store (loopback clients only unless OPERATOR_PAGE=on)' };
+    if (opts.counters !== undefined) {
+      this.endpoints = { ...this.endpoints, '/counters': 'counters of one descriptor: ?domain=<d>&entry=<key>=<value>...; POST /counters/reset with COUNTERS_RESET_ENABLED=true' };
+    }
     this.server = createBoundedHttpServer(opts.timeouts ?? DEFAULT_HTTP_TIMEOUTS, (req, res) => {
       guard.requestStarted(req, res);
       this.route(req, res).catch((err: unknown) => {
@@ -207,6 +213,8 @@ class DebugServerImpl {
   }
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // Before the body is drained and the GET-only rule: a reset is a POST with a JSON body.
+    if (this.opts.counters?.handle(req, res) === true) return;
     req.resume();
     const url = new URL(req.url ?? '/', 'http://debug');
     const path = url.pathname;

@@ -4,15 +4,40 @@
 import { def, clampedFloat, parseBool, parseEnum } from '@rls/settings';
 
 const bool = (raw: string): boolean => (raw === '' ? false : parseBool(raw));
+
+/** Names OTEL_PROPAGATORS may list here (docs/ratelimit.md, "Tracing"). */
+export const PROPAGATOR_NAMES = ['tracecontext', 'baggage', 'b3', 'b3multi', 'none'] as const;
+export type PropagatorName = (typeof PROPAGATOR_NAMES)[number];
+
+/** `tracecontext,b3`-style list: lower-cased, trimmed, each a known name; `none` only alone. */
+export function parsePropagators(raw: string): readonly PropagatorName[] {
+  const names = raw
+    .split(',')
+    .map((n) => n.trim().toLowerCase())
+    .filter((n) => n !== '');
+  if (names.length === 0) throw new Error(`expected a comma-separated list of ${PROPAGATOR_NAMES.join(', ')}`);
+  for (const n of names) {
+    if (!(PROPAGATOR_NAMES as readonly string[]).includes(n)) throw new Error(`unknown propagator '${n}' (expected ${PROPAGATOR_NAMES.join(', ')})`);
+  }
+  if (names.includes('none') && names.length > 1) throw new Error('none cannot be combined with other propagators');
+  return Object.freeze(names as PropagatorName[]);
+}
 const str = (raw: string): string => raw;
 
 export const TRACING_SETTING_DEFS = {
-  tracingEnabled: def({ name: 'TRACING_ENABLED', default: 'false', meaning: 'Export OpenTelemetry traces (OTLP): a span per ShouldRateLimit with the counter-store call as a child; incoming W3C trace context is continued. Off: no tracing code runs per request.', parse: bool }),
+  tracingEnabled: def({ name: 'TRACING_ENABLED', default: 'false', meaning: 'Export OpenTelemetry traces (OTLP): a span per ShouldRateLimit with the counter-store call as a child; incoming W3C and B3 trace context is continued (OTEL_PROPAGATORS). Off: no tracing code runs per request.', parse: bool }),
   tracingExporterProtocol: def({
     name: 'TRACING_EXPORTER_PROTOCOL',
     default: 'http',
     meaning: '`http` (OTLP/HTTP, JSON encoding) or `grpc` (OTLP/gRPC). The destination comes from the standard `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` / `OTEL_EXPORTER_OTLP_ENDPOINT` (and `_HEADERS`, `_TIMEOUT`, certificate) variables.',
     parse: (raw) => (raw.trim() === '' ? ('http' as const) : parseEnum(raw, ['http', 'grpc'] as const)),
+  }),
+  tracingPropagators: def({
+    name: 'OTEL_PROPAGATORS',
+    default: 'tracecontext,baggage,b3',
+    meaning:
+      'Which incoming trace contexts are continued (the OpenTelemetry variable): `tracecontext` (W3C traceparent/tracestate), `b3` or `b3multi` (B3 single header `b3` and multiple `X-B3-*` headers; both names read both forms), `baggage` (accepted; spans do not use it), `none`. When several carry a context the later one in the list wins; the default is upstream\'s set, in which B3 wins over W3C.',
+    parse: parsePropagators,
   }),
   tracingServiceName: def({ name: 'TRACING_SERVICE_NAME', default: 'RateLimit', meaning: 'Resource attribute service.name.', parse: str }),
   tracingServiceNamespace: def({ name: 'TRACING_SERVICE_NAMESPACE', default: '', meaning: 'Resource attribute service.namespace (omitted when empty).', parse: str }),

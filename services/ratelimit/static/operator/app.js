@@ -244,8 +244,8 @@ function renderRates(r) {
 
 function limitBadges(d) {
   const out = [];
-  const l = d.limit;
-  if (l) {
+  // A rate_limits descriptor lists several limits (d.limits); one limit is d.limit.
+  for (const l of d.limits || (d.limit ? [d.limit] : [])) {
     if (l.unlimited) out.push(el('span', { class: 'badge unlimited', text: 'unlimited' }));
     else out.push(el('span', { class: 'badge limit', text: `${l.requestsPerUnit}/${l.unit}` }));
     if (!l.unlimited) out.push(el('span', { class: 'badge algo', text: l.algorithm + (l.burst !== undefined ? ` burst ${l.burst}` : '') }));

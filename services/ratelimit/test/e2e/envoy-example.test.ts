@@ -164,6 +164,19 @@ test('envoy.yaml: the requests Envoy sends get the answers the example rules pro
     assert.equal(res.statuses.length, 1);
     assert.equal(res.statuses[0]!.currentLimit?.requestsPerUnit, 10);
     assert.ok(res.statuses[0]!.limitRemaining <= 9, 'the address counter counted this request');
+
+    // remote_address matched by CIDR block: loopback clients are never limited, 192.0.2.0/24 is refused.
+    const local = envoyRequest(envoy, { path: '/', headers: {}, remoteAddress: '127.0.0.1' });
+    for (let i = 0; i < 12; i++) {
+      const r = await client.shouldRateLimit(local!);
+      assert.equal(r.overallCode, RlsCode.OK);
+      assert.equal(r.statuses[0]!.currentLimit, undefined, 'the allow list: no limit');
+    }
+    const denied = envoyRequest(envoy, { path: '/', headers: { 'x-api-key': 'bob' }, remoteAddress: '192.0.2.77' });
+    const d = await client.shouldRateLimit(denied!);
+    assert.equal(d.overallCode, RlsCode.OVER_LIMIT);
+    assert.deepEqual([d.statuses[0]!.code, d.statuses[1]!.code], [RlsCode.OK, RlsCode.OVER_LIMIT], 'refused by the deny list, not by the key');
+    assert.deepEqual(d.statuses[1]!.currentLimit, { requestsPerUnit: 0, unit: RlsUnit.SECOND, name: '' });
   } finally {
     client.close();
     await svc.stop();

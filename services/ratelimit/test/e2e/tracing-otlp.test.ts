@@ -1,7 +1,8 @@
 // Tracing end to end: the real service process exports OTLP to a receiver started by the test —
 // OTLP/HTTP (JSON) on a node:http server, OTLP/gRPC on a grpc-js server — and the spans that
 // arrive are checked: names, attributes, resource, parent/child links and the continuation of
-// the caller's W3C trace context over gRPC metadata and HTTP headers; parent-based sampling; and
+// the caller's W3C or B3 (single and multiple headers) trace context over gRPC metadata and HTTP
+// headers; parent-based sampling; and
 // the flush of queued spans on SIGTERM.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -118,6 +119,62 @@ describe('OTLP over HTTP', () => {
     await waitFor(() => spansOf(TRACE_B).length === 2, { what: 'two spans of the HTTP trace' });
     const root = spansOf(TRACE_B).find((s) => s.name === 'ShouldRateLimit Execution');
     assert.equal(root?.parentSpanId, PARENT_B);
+  });
+
+  // B3 (upstream #1110): the single `b3` header and the multiple X-B3-* headers, on gRPC and on /json.
+  const B3_TRACES = {
+    grpcSingle: ['6bf92f3577b34da6a3ce929d0e0e4738', '20f067aa0ba902b9'],
+    grpcMulti: ['7bf92f3577b34da6a3ce929d0e0e4739', '30f067aa0ba902ba'],
+    httpSingle: ['8bf92f3577b34da6a3ce929d0e0e473a', '40f067aa0ba902bb'],
+    httpMulti: ['9bf92f3577b34da6a3ce929d0e0e473b', '50f067aa0ba902bc'],
+  } as const;
+  const rootOf = async (traceId: string): Promise<OtlpSpan> => {
+    await waitFor(() => spansOf(traceId).length === 2, { what: `two spans of trace ${traceId}` });
+    const root = spansOf(traceId).find((s) => s.name === 'ShouldRateLimit Execution');
+    assert.ok(root !== undefined);
+    return root;
+  };
+  const grpcWith = (headers: Record<string, string>, value: string): Promise<void> => {
+    const md = new grpc.Metadata();
+    for (const [k, v] of Object.entries(headers)) md.set(k, v);
+    return new Promise<void>((resolve, reject) => {
+      (stubs.rls.ShouldRateLimit as (...a: unknown[]) => unknown).call(stubs.rls, request(value), md, { deadline: Date.now() + 5000 }, (err: Error | null) => (err === null ? resolve() : reject(err)));
+    });
+  };
+
+  test('gRPC: a B3 single header (b3: trace-span-sampled) is continued', async () => {
+    const [t, p] = B3_TRACES.grpcSingle;
+    await grpcWith({ b3: `${t}-${p}-1` }, 'b3s');
+    assert.equal((await rootOf(t)).parentSpanId, p);
+  });
+
+  test('gRPC: B3 multiple headers (X-B3-TraceId, X-B3-SpanId, X-B3-Sampled) are continued', async () => {
+    const [t, p] = B3_TRACES.grpcMulti;
+    await grpcWith({ 'x-b3-traceid': t, 'x-b3-spanid': p, 'x-b3-sampled': '1', 'x-b3-parentspanid': '0000000000000001' }, 'b3m');
+    assert.equal((await rootOf(t)).parentSpanId, p);
+  });
+
+  test('HTTP /json: B3 single and multiple headers are continued; a 64-bit trace id is padded to 128 bits', async () => {
+    const [t1, p1] = B3_TRACES.httpSingle;
+    const r1 = await fetch(`${svc.httpUrl}/json`, { method: 'POST', headers: { b3: `${t1}-${p1}-d` }, body: JSON.stringify(request('b3hs')) });
+    assert.equal(r1.status, 200);
+    assert.equal((await rootOf(t1)).parentSpanId, p1);
+    const [t2, p2] = B3_TRACES.httpMulti;
+    const short = t2.slice(16);
+    const r2 = await fetch(`${svc.httpUrl}/json`, { method: 'POST', headers: { 'X-B3-TraceId': short, 'X-B3-SpanId': p2, 'X-B3-Sampled': 'true' }, body: JSON.stringify(request('b3hm')) });
+    assert.equal(r2.status, 200);
+    assert.equal((await rootOf('0000000000000000' + short)).parentSpanId, p2);
+  });
+
+  test('W3C and B3 together: B3 wins (upstream\'s propagator order); a malformed B3 leaves the W3C context', async () => {
+    const w3c = 'abf92f3577b34da6a3ce929d0e0e4730';
+    const b3 = 'bbf92f3577b34da6a3ce929d0e0e4731';
+    await grpcWith({ traceparent: `00-${w3c}-60f067aa0ba902bd-01`, b3: `${b3}-70f067aa0ba902be-1` }, 'both');
+    assert.equal((await rootOf(b3)).parentSpanId, '70f067aa0ba902be');
+    assert.equal(spansOf(w3c).length, 0);
+    const w3c2 = 'cbf92f3577b34da6a3ce929d0e0e4732';
+    await grpcWith({ traceparent: `00-${w3c2}-80f067aa0ba902bf-01`, b3: 'not-a-b3-context' }, 'bad');
+    assert.equal((await rootOf(w3c2)).parentSpanId, '80f067aa0ba902bf');
   });
 
   test('a request without trace context starts a new trace (sampling rate 1)', async () => {

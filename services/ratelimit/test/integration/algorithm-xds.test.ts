@@ -59,3 +59,52 @@ describe('algorithm extension over xDS', () => {
     }
   });
 });
+
+describe('rule extensions of issue 25 over xDS (RateLimitPolicy.unit_multiplier 1002; RateLimitDescriptor.rate_limits 1003, cidr 1004, prefix 1005)', () => {
+  let server: XdsManagementServer;
+  before(async () => {
+    server = await startXdsServer({ protoDir: PROTO_DIR });
+  });
+  after(async () => {
+    await server.stop();
+  });
+
+  const base = { value: '', descriptors: [], shadowMode: false, detailedMetric: false, quotaMode: false };
+  const policy = (unit: string, requestsPerUnit: number, extra: object = {}) => ({ unit, requestsPerUnit, unlimited: false, name: '', replaces: [], ...extra });
+  const config = (descriptors: RateLimitConfigMsg['descriptors']): RateLimitConfigMsg => ({ name: 'ext-config', domain: 'ext', descriptors });
+
+  test('the fields travel in the resource and decide; a bad one is NACKed naming the resource while the old rules serve', async () => {
+    server.pushRaw('v1', [
+      packRateLimitConfig(
+        config([
+          { ...base, key: 'api_key', rateLimits: [policy('HOUR', 2, { name: 'hourly' }), policy('DAY', 100, { unitMultiplier: 7 })] },
+          { ...base, key: 'ip', cidr: '10.0.0.0/8', rateLimit: { ...policy('UNKNOWN', 0), unlimited: true } },
+          { ...base, key: 'ip', rateLimit: policy('HOUR', 1) },
+          { ...base, key: 'team', prefix: 'team-', rateLimit: policy('HOUR', 1, { name: 'teams' }) },
+        ]),
+      ),
+    ]);
+    const { app } = buildXdsApp({ CONFIG_GRPC_XDS_SERVER_URL: server.address });
+    try {
+      app.xds!.start();
+      await app.xds!.firstConfigEvent;
+      const codes: number[] = [];
+      for (let i = 0; i < 3; i++) codes.push((await app.service.shouldRateLimit(request('ext', 'api_key', 'a'))).overallCode);
+      assert.deepEqual(codes, [Code.OK, Code.OK, Code.OVER_LIMIT]);
+      assert.match(app.service.currentRuleSet()?.dump() ?? '', /^ext\.api_key\.1: unit=DAY requests_per_unit=100, shadow_mode: false, quota_mode: false, unit_multiplier: 7$/m);
+      for (let i = 0; i < 3; i++) assert.equal((await app.service.shouldRateLimit(request('ext', 'ip', '10.1.2.3'))).overallCode, Code.OK, 'allowed block');
+      assert.equal((await app.service.shouldRateLimit(request('ext', 'ip', '192.0.2.1'))).overallCode, Code.OK);
+      assert.equal((await app.service.shouldRateLimit(request('ext', 'ip', '192.0.2.1'))).overallCode, Code.OVER_LIMIT);
+      assert.equal((await app.service.shouldRateLimit(request('ext', 'team', 'team-red'))).statuses[0]!.currentLimit?.name, 'teams');
+
+      const mark = server.requests.length;
+      const nonce = server.pushRaw('v2', [packRateLimitConfig(config([{ ...base, key: 'ip', cidr: '10.0.0.1/8', rateLimit: policy('HOUR', 1) }]))]);
+      const nack = await server.waitForRequest((r) => r.responseNonce === nonce, { from: mark });
+      assert.equal(nack.versionInfo, 'v1');
+      assert.equal(nack.errorDetail?.message, "ext-config: cidr '10.0.0.1/8' has host bits set; the block is 10.0.0.0/8 (descriptor 'ext.ip')");
+      assert.match(app.service.currentRuleSet()?.dump() ?? '', /unit_multiplier: 7/);
+    } finally {
+      await app.stop();
+    }
+  });
+});

@@ -62,8 +62,8 @@ describe('debug server', () => {
     const index = await get('/');
     assert.equal(index.status, 200);
     const paths = index.text.trimEnd().split('\n').map((l) => l.slice(0, l.indexOf(': ')));
-    // /operator/ is listed while OPERATOR_PAGE is not off (operator-api.test.ts covers it).
-    assert.deepEqual(paths, ['/debug/pprof/', '/debug/pprof/heap', '/debug/pprof/profile', '/operator/', '/rlconfig', '/stats']);
+    // /operator/ and /counters are listed while OPERATOR_PAGE is not off (operator-api.test.ts, counters-api.test.ts cover them).
+    assert.deepEqual(paths, ['/counters', '/debug/pprof/', '/debug/pprof/heap', '/debug/pprof/profile', '/operator/', '/rlconfig', '/stats']);
     assert.match(index.text, /^\/rlconfig: print out the currently loaded configuration for debugging$/m);
     const unknown = await get('/nope');
     assert.equal(unknown.status, 404);

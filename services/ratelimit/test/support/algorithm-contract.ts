@@ -58,6 +58,15 @@ descriptors:
   - {key: tbs, shadow_mode: true, rate_limit: {unit: hour, requests_per_unit: 360, algorithm: token_bucket, burst: 1}}
   - {key: tbshare, value: 'user*', share_threshold: true, rate_limit: {unit: hour, requests_per_unit: 360, algorithm: token_bucket, burst: 2}}
   - {key: tbnear, rate_limit: {unit: hour, requests_per_unit: 3600, algorithm: token_bucket, burst: 10}}
+  - {key: multi, rate_limits: [{unit: second, requests_per_unit: 2, name: per_second}, {unit: minute, requests_per_unit: 5}]}
+  - {key: multis, shadow_mode: true, rate_limits: [{unit: second, requests_per_unit: 1}, {unit: minute, requests_per_unit: 5}]}
+  - {key: rep, rate_limits: [{unit: second, requests_per_unit: 1, name: rep_sec}, {unit: minute, requests_per_unit: 100, name: rep_min}]}
+  - {key: repl, rate_limit: {unit: minute, requests_per_unit: 50, replaces: [{name: rep_sec}]}}
+  - {key: m5, rate_limit: {unit: minute, requests_per_unit: 3, unit_multiplier: 5}}
+  - {key: m5sw, rate_limit: {unit: minute, requests_per_unit: 10, unit_multiplier: 5, algorithm: sliding_window}}
+  - {key: m30tb, rate_limit: {unit: second, requests_per_unit: 3, unit_multiplier: 30, algorithm: token_bucket}}
+  - {key: mixsw, rate_limits: [{unit: second, requests_per_unit: 2}, {unit: minute, requests_per_unit: 10, unit_multiplier: 5, algorithm: sliding_window}]}
+  - {key: mixtb, rate_limits: [{unit: minute, requests_per_unit: 5}, {unit: hour, requests_per_unit: 360, algorithm: token_bucket, burst: 3}]}
 `;
 
 /** Forwards to the store under test and records what the service asks of it. */
@@ -407,6 +416,141 @@ export function runAlgorithmContract(name: string, makeStore: (clock: FakeClock)
       });
     }
 
+    describe('rate_limits (several limits on one descriptor)', () => {
+      test('every hit counts against every limit in one store call; the most constraining limit decides', run(async (c) => {
+        const second = { requestsPerUnit: 2, unit: Unit.SECOND, name: 'per_second' };
+        const minute = { requestsPerUnit: 5, unit: Unit.MINUTE, name: '' };
+        const r1 = await c.ask(['multi']);
+        assert.deepEqual(triple(r1.statuses[0]!), [OK, 1, 1]);
+        assert.deepEqual(r1.statuses[0]!.currentLimit, second);
+        assert.deepEqual(await c.one('multi'), [OK, 0, 1]);
+        assert.deepEqual(await c.one('multi'), [OVER, 0, 1]); // 3 > 2 a second; 3 of 5 a minute
+        c.clock.setSeconds(T0 + 1);
+        const r4 = await c.ask(['multi']); // 1 of 2, 4 of 5: both have 1 left, the minute resets later
+        assert.deepEqual(triple(r4.statuses[0]!), [OK, 1, 59]);
+        assert.deepEqual(r4.statuses[0]!.currentLimit, minute);
+        assert.deepEqual(await c.one('multi'), [OK, 0, 59]);
+        const r6 = await c.ask(['multi']); // both over: the one whose reset is furthest away decides
+        assert.deepEqual(triple(r6.statuses[0]!), [OVER, 0, 59]);
+        assert.deepEqual(r6.statuses[0]!.currentLimit, minute);
+        assert.equal(r6.overallCode, OVER);
+        assert.deepEqual(c.counters('multi.per_second'), { total: 6, over: 2, near: 2, within: 4, local: 0, shadow: 0 });
+        assert.deepEqual(c.counters('multi.1'), { total: 6, over: 1, near: 1, within: 5, local: 0, shadow: 0 });
+        assert.equal(c.store.totalCalls, 6, 'one store call per request');
+        assert.deepEqual(c.store.ops[0]!.map((o) => [o.key, o.expireSeconds, o.windowSeconds]), [
+          [`${c.prefix}${DOMAIN}_multi_v_${T0}_w1`, 1, 1],
+          [`${c.prefix}${DOMAIN}_multi_v_${T0}_w60`, 60, 60],
+        ]);
+      }));
+
+      test('with other descriptors: statuses stay one per descriptor, in request order', run(async (c) => {
+        const r = await c.ask(['fw', 'multi', 'none']);
+        assert.deepEqual(r.statuses.map(triple), [[OK, 9, 60], [OK, 1, 1], [OK, 0, undefined]]);
+        assert.deepEqual(c.store.ops[0]!.map((o) => o.key), [`${c.prefix}${DOMAIN}_fw_v_${T0}`, `${c.prefix}${DOMAIN}_multi_v_${T0}_w1`, `${c.prefix}${DOMAIN}_multi_v_${T0}_w60`]);
+      }));
+
+      test('shadow mode applies to every limit of the list', run(async (c) => {
+        assert.deepEqual(await c.one('multis'), [OK, 0, 1]);
+        const r = await c.ask(['multis']);
+        assert.equal(r.overallCode, OK);
+        assert.deepEqual(triple(r.statuses[0]!), [OK, 0, 1]);
+        assert.equal(c.counters('multis.0').shadow, 1);
+        assert.equal(c.counters('multis.1').shadow, 0);
+      }));
+
+      test('replaces drops one limit of a list by its name; the others still count', run(async (c) => {
+        const r = await c.ask(['rep', 'repl']);
+        assert.deepEqual(r.statuses.map(triple), [[OK, 99, 60], [OK, 49, 60]]);
+        const r2 = await c.ask(['rep', 'repl']); // rep_sec (1 a second) would refuse this one
+        assert.deepEqual(r2.statuses.map(triple), [[OK, 98, 60], [OK, 48, 60]]);
+        assert.equal(c.counters('rep.rep_sec').total, 0);
+        assert.deepEqual(await c.one('rep'), [OK, 0, 1], 'alone, rep_sec counts again');
+        assert.deepEqual(await c.one('rep'), [OVER, 0, 1]);
+      }));
+
+      test('a request override replaces the whole list with its one limit (plain key)', run(async (c) => {
+        const o: RequestDescriptor = { entries: [{ key: 'multi', value: 'v' }], limit: { requestsPerUnit: 1, unit: Unit.MINUTE } };
+        assert.deepEqual(await c.one(o), [OK, 0, 60]);
+        assert.deepEqual(await c.one(o), [OVER, 0, 60]);
+        assert.deepEqual(c.store.ops.at(-1)!.map((o2) => o2.key), [`${c.prefix}${DOMAIN}_multi_v_${T0}`]);
+      }));
+
+      test('STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: a request refused by one limit is not charged to the others', run(async (c) => {
+        await c.one('multi');
+        await c.one('multi');
+        assert.deepEqual(await c.one('multi'), [OVER, 0, 1]);
+        assert.deepEqual(c.store.ops.at(-1)!.map((o) => o.addend), [1, 0], 'only the per-second limit, which refused it, counts it');
+        c.clock.setSeconds(T0 + 1);
+        assert.deepEqual(await c.one('multi'), [OK, 1, 1]); // the minute counted 3 of 5, not 4
+        assert.deepEqual(await c.one('multi'), [OK, 0, 1]);
+        c.clock.setSeconds(T0 + 2);
+        assert.deepEqual(await c.one('multi'), [OK, 0, 58], 'the 5th hit of the minute: the refused one was not charged');
+        c.clock.setSeconds(T0 + 3);
+        assert.deepEqual(await c.one('multi'), [OVER, 0, 57]);
+      }, { stopCacheKeyIncrementWhenOverlimit: true }));
+
+      test('local over-limit cache: a limit known to be over is answered locally, the others still count', run(async (c) => {
+        for (let i = 0; i < 3; i++) await c.one('multi');
+        const calls = c.store.totalCalls;
+        assert.deepEqual(await c.one('multi'), [OVER, 0, 1]);
+        assert.equal(c.store.totalCalls, calls + 1, 'the minute limit still went to the store');
+        assert.deepEqual(c.store.ops.at(-1)!.map((o) => o.key), [`${c.prefix}${DOMAIN}_multi_v_${T0}_w60`]);
+        assert.equal(c.counters('multi.per_second').local, 1);
+        assert.equal(c.counters('multi.1').total, 4);
+      }, { localCacheSizeInBytes: 1_000_000 }));
+
+      test('RateLimit-* headers describe the limit that decides', run(async (c) => {
+        const r = await c.ask(['multi']);
+        assert.deepEqual(r.responseHeadersToAdd.map((h) => [h.key, h.value]), [['RateLimit-Limit', '2'], ['RateLimit-Remaining', '1'], ['RateLimit-Reset', '1']]);
+      }, { responseHeaders: { ...DEFAULT_LIMITER_OPTIONS.responseHeaders, enabled: true } }));
+    });
+
+    describe('unit_multiplier (windows of several units)', () => {
+      test('fixed window: aligned to the epoch, counted under a tagged key, reset exact', run(async (c) => {
+        c.clock.setSeconds(T0 + 100); // T0 is a multiple of 300: this 5-minute window started at T0
+        assert.deepEqual(await c.one('m5'), [OK, 2, 200]);
+        assert.deepEqual(await c.one('m5'), [OK, 1, 200]);
+        assert.deepEqual(await c.one('m5'), [OK, 0, 200]);
+        assert.deepEqual(await c.one('m5'), [OVER, 0, 200]);
+        c.clock.set((T0 + 299) * 1000 + 999);
+        assert.deepEqual(await c.one('m5'), [OVER, 0, 1]);
+        c.clock.setSeconds(T0 + 300);
+        const r = await c.ask(['m5']);
+        assert.deepEqual(triple(r.statuses[0]!), [OK, 2, 300]);
+        assert.deepEqual(r.statuses[0]!.currentLimit, { requestsPerUnit: 3, unit: Unit.MINUTE, name: '' }, 'current_limit has no multiplier field');
+        assert.deepEqual(c.store.ops.map((o) => [o[0]!.key, o[0]!.expireSeconds]).slice(-2), [
+          [`${c.prefix}${DOMAIN}_m5_v_${T0}_w300`, 300],
+          [`${c.prefix}${DOMAIN}_m5_v_${T0 + 300}_w300`, 300],
+        ]);
+      }));
+
+      if (supported.has('sliding_window')) {
+        test('sliding window: the previous 5-minute window weighs by its part still inside the last 5 minutes', run(async (c) => {
+          c.clock.setSeconds(T0 - 150);
+          for (let i = 0; i < 10; i++) await c.one('m5sw');
+          assert.deepEqual(await c.one('m5sw'), [OVER, 0, 150]);
+          c.clock.setSeconds(T0 + 75); // floor(11 × 225/300) = 8
+          assert.deepEqual(await c.one('m5sw'), [OK, 1, 225]);
+          assert.deepEqual(await c.one('m5sw'), [OK, 0, 225]);
+          assert.deepEqual(await c.one('m5sw'), [OVER, 0, 225]);
+          const last = c.store.ops.at(-1)![0]!;
+          assert.deepEqual([last.key, last.previousKey, last.expireSeconds], [`${c.prefix}${DOMAIN}_m5sw_v_${T0}_sw300`, `${c.prefix}${DOMAIN}_m5sw_v_${T0 - 300}_sw300`, 600]);
+        }));
+      }
+
+      if (supported.has('token_bucket')) {
+        test('token bucket: 3 per 30 seconds refills one token every 10 s', run(async (c) => {
+          assert.deepEqual(await c.one('m30tb'), [OK, 2, 10]);
+          assert.deepEqual(await c.one('m30tb'), [OK, 1, 20]);
+          assert.deepEqual(await c.one('m30tb'), [OK, 0, 30]);
+          assert.deepEqual(await c.one('m30tb'), [OVER, 0, 10]);
+          c.clock.setSeconds(T0 + 10);
+          assert.deepEqual(await c.one('m30tb'), [OK, 0, 30]);
+          assert.equal(c.store.ops.at(-1)![0]!.key, `${c.prefix}${DOMAIN}_m30tb_v_tb30r3`);
+        }));
+      }
+    });
+
     if (supported.has('sliding_window') && supported.has('token_bucket')) {
       test('one store round trip for a request mixing fixed, sliding and bucket; a fixed-only request keeps increment', run(async (c) => {
         const r = await c.ask(['fw', 'sw', 'tb']);
@@ -418,6 +562,20 @@ export function runAlgorithmContract(name: string, makeStore: (clock: FakeClock)
         await c.ask(['fw']);
         assert.deepEqual(c.store.calls, { increment: 1, execute: 1, get: 0 });
         assert.equal((await c.one('fw'))[1], 7, 'the fixed counter is shared by both paths');
+      }));
+
+      test('rate_limits mixing algorithms: one store round trip, each limit with its own algorithm', run(async (c) => {
+        const r = await c.ask(['mixsw', 'mixtb']);
+        assert.deepEqual(r.statuses.map(triple), [[OK, 1, 1], [OK, 2, 10]]);
+        assert.deepEqual(c.store.calls, { increment: 0, execute: 1, get: 0 });
+        assert.deepEqual(c.store.ops[0]!.map((o) => o.key), [
+          `${c.prefix}${DOMAIN}_mixsw_v_${T0}_w1`,
+          `${c.prefix}${DOMAIN}_mixsw_v_${T0}_sw300`,
+          `${c.prefix}${DOMAIN}_mixtb_v_${T0}_w60`,
+          `${c.prefix}${DOMAIN}_mixtb_v_tb3600r360`,
+        ]);
+        for (let i = 0; i < 2; i++) await c.ask(['mixtb']);
+        assert.deepEqual(await c.one('mixtb'), [OVER, 0, 10], 'the bucket (burst 3) refuses the 4th hit; the window has 1 left');
       }));
 
       test('RateLimit-* headers describe the most constraining descriptor whatever its algorithm', run(async (c) => {

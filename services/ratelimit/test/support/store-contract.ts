@@ -49,6 +49,17 @@ export function runCounterStoreContract(name: string, makeStore: (clock: FakeClo
         assert.deepEqual(await store.increment([op('c', 1), op('a', 1), op('b', 5)]), [3, 2, 10]);
       }));
 
+    test('delete removes the keys (an operator reset): they read 0 and count again from 0; missing keys are fine', () =>
+      withStore(async ({ store }) => {
+        assert.ok(store.delete !== undefined, 'every store can reset counters');
+        await store.increment([op('del-a', 5), op('del-b', 7), op('del-keep', 3)]);
+        await settle(store);
+        await store.delete(['del-a', 'del-b', 'del-missing']);
+        assert.deepEqual(await store.get(['del-a', 'del-b', 'del-keep']), [0, 0, 3]);
+        assert.deepEqual(await store.increment([op('del-a', 1)]), [1]);
+        await store.delete([]);
+      }));
+
     test('sequential calls read the previous calls\' increments, with no wait in between', () =>
       withStore(async ({ store }) => {
         for (let i = 1; i <= 20; i++) assert.deepEqual(await store.increment([op('seq', 1), op('seq2', 2)]), [i, 2 * i]);

@@ -21,7 +21,8 @@ test('valid directory: exit 0 with a summary', () => {
   assert.equal(r.code, 0);
   assert.ok(r.out.includes('all rate limit configs ok'));
   assert.match(r.out.join('\n'), /opening config file: quickstart\.yaml/);
-  assert.match(r.out.join('\n'), /1 domain\(s\), 2 rule\(s\) with a limit/);
+  assert.match(r.out.join('\n'), /1 domain\(s\), 4 rule\(s\) with a limit/);
+  assert.ok(r.out.includes('  quickstart.remote_address_192.0.2.0/24: 0/SECOND'), 'the cidr deny rule');
 });
 
 test('invalid rules: exit 1 with the file and upstream error text (YAML errors too)', () => {
@@ -105,4 +106,34 @@ test('the algorithm example rules are valid', () => {
   assert.match(r.out.join('\n'), /1 domain\(s\), 4 rule\(s\) with a limit/);
   assert.ok(r.out.includes('  algorithms.upload: 10/SECOND algorithm=token_bucket burst=30'));
   assert.ok(r.out.includes('  algorithms.remote_address.path_/login: 5/MINUTE algorithm=token_bucket burst=5'));
+});
+
+test('the extension examples (rate_limits, unit_multiplier, cidr, prefix) check out, one summary line per limit', () => {
+  const dir = new URL('../../../../examples/ratelimit/limits', import.meta.url).pathname;
+  const r = run(['-config_dir', dir]);
+  assert.equal(r.code, 0, r.err.join('\n'));
+  assert.match(r.out.join('\n'), /1 domain\(s\), 8 rule\(s\) with a limit/);
+  for (const line of [
+    '  limits.api_key.per_second: 10/SECOND name=per_second',
+    '  limits.api_key.per_day: 1000/DAY name=per_day',
+    '  limits.report: 20/5 × MINUTE',
+    '  limits.remote_address_10.20.0.0/16: unlimited',
+    '  limits.remote_address_2001:db8:bad::/48: 0/SECOND',
+    '  limits.team_team-batch-*: 100/6 × HOUR',
+  ]) {
+    assert.ok(r.out.includes(line), `${line}\n${r.out.join('\n')}`);
+  }
+});
+
+test('a refusal of the extensions names the file, the descriptor and the line', () => {
+  const tmp = tempDir('cc-ext-');
+  const dir = tmp.path;
+  try {
+    writeFileSync(join(dir, 'bad.yaml'), 'domain: d\ndescriptors:\n  - key: ip\n    cidr: 10.0.0.1/8\n    rate_limit: {unit: second, requests_per_unit: 1}\n');
+    const r = run(['-config_dir', dir]);
+    assert.equal(r.code, 1);
+    assert.match(r.err.join('\n') + r.out.join('\n'), /bad\.yaml: cidr '10\.0\.0\.1\/8' has host bits set; the block is 10\.0\.0\.0\/8 \(descriptor 'd\.ip', line 3\)/);
+  } finally {
+    tmp.cleanup();
+  }
 });

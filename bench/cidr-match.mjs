@@ -1,0 +1,150 @@
+// Matching by CIDR (docs/ratelimit.md, "Matching by CIDR and prefix"): decisions per second of the
+// engine on the memory store, in this process (RateLimitService.shouldRateLimitNow), for a domain
+// whose `remote_address` rule matches
+//   none     a value-less `key: remote_address` rule (every address its own counter), no CIDR rules
+//   10       the same, beside 10 `cidr:` rules (random /16 to /32 blocks)
+//   100000   the same, beside 100,000 `cidr:` rules (random /16 to /32 blocks, IPv4 and IPv6)
+// Every request carries one address drawn from a fixed pool (half inside some block, half not; a
+// quarter IPv6), so each scenario does the same store work; only the matching differs. The
+// scenarios take turns for ROUNDS rounds (so a slow spell of a shared machine hits each alike) and
+// the medians are printed, with the ratio of 100000 to none (target ≥ 0.9×). It also prints how
+// long the 100,000-rule file takes to load and the heap it holds.
+// Throughput is counted per second of this process's CPU time (the figure a shared machine disturbs
+// least) and per wall second. Environment: SECONDS (per scenario and round, default 2), ROUNDS (default 5).
+// Run: npx tsc -b && node bench/cidr-match.mjs
+import { DEFAULT_LIMITER_OPTIONS, loadRuleSet, MemoryStore, RateLimitService, StatsStore } from '../packages/engine/dist/src/index.js';
+
+const SECONDS = Number(process.env.SECONDS ?? 2);
+const ROUNDS = Math.max(1, Number(process.env.ROUNDS ?? 5));
+const POOL = 4096;
+
+// A fixed-seed generator: every run draws the same rules and addresses.
+let seed = 0x2501;
+const rnd = () => {
+  // xorshift32: every bit is usable (an LCG's low bits cycle quickly)
+  seed ^= seed << 13;
+  seed >>>= 0;
+  seed ^= seed >>> 17;
+  seed ^= seed << 5;
+  seed >>>= 0;
+  return seed;
+};
+const v4 = (n) => `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
+const v6 = (hi, lo) => `2001:db8:${(hi & 0xffff).toString(16)}:${(lo >>> 16).toString(16)}::${(lo & 0xffff).toString(16)}`;
+
+function blocks(count) {
+  const out = [];
+  const seen = new Set();
+  while (out.length < count) {
+    if (out.length % 4 === 3) {
+      // IPv6 /48 .. /64 under 2001:db8::/32
+      const hi = rnd() & 0xffff;
+      const lo = rnd();
+      const bits = 48 + (rnd() % 17);
+      const text = `2001:db8:${hi.toString(16)}::/48`;
+      const key = bits === 48 ? text : `2001:db8:${hi.toString(16)}:${((lo >>> 16) & (0xffff << (64 - bits))).toString(16)}::/${bits}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      out.push(key);
+      continue;
+    }
+    const bits = 16 + (rnd() % 17);
+    const mask = bits === 32 ? 0xffffffff : (0xffffffff << (32 - bits)) >>> 0;
+    const addr = (rnd() & mask) >>> 0;
+    const text = `${v4(addr)}/${bits}`;
+    if (seen.has(text)) continue;
+    seen.add(text);
+    out.push(text);
+  }
+  return out;
+}
+
+function rulesYaml(cidrs) {
+  const lines = ['domain: bench', 'descriptors:', '  - {key: remote_address, rate_limit: {unit: hour, requests_per_unit: 4000000000}}'];
+  for (const c of cidrs) lines.push(`  - {key: remote_address, cidr: "${c}", rate_limit: {unit: hour, requests_per_unit: 4000000000}}`);
+  return lines.join('\n') + '\n';
+}
+
+/** Addresses: half taken inside the 100k blocks (when there are any), half random; a quarter IPv6. */
+function addresses(cidrs) {
+  const out = [];
+  for (let i = 0; i < POOL; i++) {
+    if (i % 4 === 3) {
+      out.push(v6(rnd(), rnd()));
+      continue;
+    }
+    if (i % 2 === 0 && cidrs.length > 0) {
+      const c = cidrs[rnd() % cidrs.length];
+      if (!c.includes(':')) {
+        const [ip, bits] = c.split('/');
+        const base = ip.split('.').reduce((a, p) => a * 256 + Number(p), 0);
+        const host = Number(bits) === 32 ? 0 : rnd() & ((1 << (32 - Number(bits))) - 1);
+        out.push(v4((base + host) >>> 0));
+        continue;
+      }
+    }
+    out.push(v4(rnd()));
+  }
+  return out;
+}
+
+const big = blocks(100_000);
+const pool = addresses(big);
+
+function scenario(name, cidrs) {
+  const stats = new StatsStore();
+  const t0 = process.hrtime.bigint();
+  const heap0 = process.memoryUsage().heapUsed;
+  const rules = loadRuleSet([{ name: 'bench.yaml', content: rulesYaml(cidrs) }], { mergeDomainConfig: false, stats });
+  const loadMs = Number(process.hrtime.bigint() - t0) / 1e6;
+  const heapMb = (process.memoryUsage().heapUsed - heap0) / 1e6;
+  const clock = { now: () => Date.now() };
+  const service = new RateLimitService({
+    store: new MemoryStore({ clock, maxKeys: 2_000_000 }),
+    stats,
+    clock,
+    random: { int: () => 0 },
+    options: { ...DEFAULT_LIMITER_OPTIONS, expirationJitterMaxSeconds: 0 },
+  });
+  service.setRuleSet(rules);
+  const requests = pool.map((value) => ({ domain: 'bench', descriptors: [{ entries: [{ key: 'remote_address', value }] }], hitsAddend: 0 }));
+  return { name, service, requests, loadMs, heapMb, rounds: [], wall: [] };
+}
+
+/** Decisions per second of this process's CPU time (steadier than wall time on a shared machine), and per wall second. */
+function measure(s) {
+  const end = performance.now() + SECONDS * 1000;
+  const cpu0 = process.cpuUsage();
+  let n = 0;
+  let i = 0;
+  const reqs = s.requests;
+  while (performance.now() < end) {
+    for (let k = 0; k < 256; k++) {
+      s.service.shouldRateLimitNow(reqs[i]);
+      i = (i + 1) % reqs.length;
+    }
+    n += 256;
+  }
+  const cpu = process.cpuUsage(cpu0);
+  s.wall.push(n / SECONDS);
+  return n / ((cpu.user + cpu.system) / 1e6);
+}
+
+const scenarios = [scenario('none', []), scenario('10', big.slice(0, 10)), scenario('100000', big)];
+// Warm-up: JIT every path before the measured rounds.
+for (const s of scenarios) for (let i = 0; i < 50_000; i++) s.service.shouldRateLimitNow(s.requests[i % s.requests.length]);
+for (let r = 0; r < ROUNDS; r++) for (const s of scenarios) s.rounds.push(measure(s));
+
+const median = (xs) => {
+  const v = [...xs].sort((a, b) => a - b);
+  const m = v.length >> 1;
+  return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+};
+const fmt = (x, d = 0) => x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
+console.log(`\nCIDR matching on the memory store, in process (shouldRateLimitNow), ${POOL} distinct addresses, ${SECONDS}s × ${ROUNDS} alternating rounds\n`);
+console.log('| rules | decisions per CPU-second (median) | per round | decisions per wall second (median) | rule load ms | heap MB after load |');
+console.log('|---|---|---|---|---|---|');
+for (const s of scenarios) console.log(`| ${s.name} | ${fmt(median(s.rounds))} | ${s.rounds.map((x) => fmt(x)).join(' ')} | ${fmt(median(s.wall))} | ${fmt(s.loadMs, 1)} | ${fmt(s.heapMb, 1)} |`);
+const ratio = (a, b) => median(scenarios[a].rounds.map((x, i) => x / scenarios[b].rounds[i]));
+console.log(`\n10 vs none:     ${fmt(ratio(1, 0), 2)}× (median of per-round ratios, per CPU-second)`);
+console.log(`100000 vs none: ${fmt(ratio(2, 0), 2)}× (target ≥ 0.9×)`);

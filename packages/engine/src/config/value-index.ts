@@ -1,0 +1,227 @@
+// The `cidr:` and `prefix:` rules of one descriptor key at one level of the rule tree, indexed so
+// that a lookup costs the same with 10 rules or 100,000 (docs/ratelimit.md, "Matching by CIDR and
+// prefix"): CIDR blocks in a trie per IP version that reads four bits per step (at most 8 or 32
+// steps, each within one 128-byte node),
+// prefixes in a radix tree (at most one step per character of the request value, one string
+// comparison per edge). The longest matching block or prefix wins. Built once when the rules load;
+// a lookup allocates nothing.
+import { isIpv4Mapped, parseIpv4, parseIpv6, type Cidr } from './ip-address.js';
+
+/**
+ * A trie over address bits, four bits (a nibble) per level: at most 8 steps for IPv4 and 32 for
+ * IPv6, each reading one node of 16 slots laid out contiguously (128 bytes), so a lookup in a trie
+ * of 100,000 blocks touches a few cache lines instead of one per bit. Slot s of node n is
+ * `cells[32n + 2s]` (the child node, 0: none; node 0 is the root) and `cells[32n + 2s + 1]` (the
+ * value of the longest block covering that slot at this level, -1: none), with `lens` keeping that
+ * block's length. A block of b bits is stored in the node at depth ceil(b/4) − 1 in every slot its
+ * last, partial nibble covers (prefix expansion), so deeper values are always longer blocks.
+ */
+class NibbleTrie {
+  private cells: Int32Array = NibbleTrie.fresh(64);
+  private lens: Uint8Array = new Uint8Array(64 * 16);
+  private size = 1;
+  /** A /0 block's value (-1: none). */
+  private all = -1;
+
+  private static fresh(nodes: number): Int32Array {
+    const a = new Int32Array(nodes * 32);
+    for (let i = 1; i < a.length; i += 2) a[i] = -1;
+    return a;
+  }
+
+  /** Adds the block of the first `bits` bits of `words` (the caller refuses duplicates). */
+  insert(words: readonly number[], bits: number, index: number): void {
+    if (bits === 0) {
+      this.all = index;
+      return;
+    }
+    const depth = Math.ceil(bits / 4) - 1;
+    let node = 0;
+    for (let d = 0; d < depth; d++) {
+      const at = node * 32 + nibbleOf(words, d) * 2;
+      let next = this.cells[at]!;
+      if (next === 0) {
+        next = this.newNode();
+        this.cells[at] = next;
+      }
+      node = next;
+    }
+    // The last nibble's fixed top bits, the rest expanded over the slots it covers.
+    const fixed = bits - 4 * depth;
+    const first = nibbleOf(words, depth) & (0xf << (4 - fixed)) & 0xf;
+    for (let s = first; s < first + (1 << (4 - fixed)); s++) {
+      const slot = node * 16 + s;
+      if (this.lens[slot]! <= bits) {
+        this.cells[slot * 2 + 1] = index;
+        this.lens[slot] = bits;
+      }
+    }
+  }
+
+  /** The value of the longest block containing the IPv4 address `addr`, or -1. */
+  lookup32(addr: number): number {
+    const cells = this.cells;
+    let best = this.all;
+    let node = 0;
+    for (let shift = 28; shift >= 0; shift -= 4) {
+      const at = node * 32 + ((addr >>> shift) & 0xf) * 2;
+      const v = cells[at + 1]!;
+      if (v >= 0) best = v;
+      node = cells[at]!;
+      if (node === 0) return best;
+    }
+    return best;
+  }
+
+  /** The value of the longest block containing the IPv6 address `words`, or -1. */
+  lookup128(words: Uint32Array): number {
+    const cells = this.cells;
+    let best = this.all;
+    let node = 0;
+    for (let w = 0; w < 4; w++) {
+      const word = words[w]!;
+      for (let shift = 28; shift >= 0; shift -= 4) {
+        const at = node * 32 + ((word >>> shift) & 0xf) * 2;
+        const v = cells[at + 1]!;
+        if (v >= 0) best = v;
+        node = cells[at]!;
+        if (node === 0) return best;
+      }
+    }
+    return best;
+  }
+
+  private newNode(): number {
+    if (this.size * 32 === this.cells.length) {
+      const cells = NibbleTrie.fresh(this.size * 2);
+      cells.set(this.cells);
+      this.cells = cells;
+      const lens = new Uint8Array(this.size * 2 * 16);
+      lens.set(this.lens);
+      this.lens = lens;
+    }
+    return this.size++;
+  }
+}
+
+/** The d-th nibble (0 = most significant) of an address given as 32-bit words. */
+function nibbleOf(words: readonly number[], d: number): number {
+  return (words[d >>> 3]! >>> (28 - 4 * (d & 7))) & 0xf;
+}
+
+/** A radix tree node: the edge label leading to it, children by the label's first character. */
+interface PrefixNode {
+  label: string;
+  children: Map<number, PrefixNode> | undefined;
+  value: number;
+}
+
+class PrefixTree {
+  private readonly root: PrefixNode = { label: '', children: undefined, value: -1 };
+
+  /** Adds `prefix`; false when it is already present. */
+  insert(prefix: string, index: number): boolean {
+    let node = this.root;
+    let pos = 0;
+    for (;;) {
+      if (pos === prefix.length) {
+        if (node.value !== -1) return false;
+        node.value = index;
+        return true;
+      }
+      const c = prefix.charCodeAt(pos);
+      const child = node.children?.get(c);
+      if (child === undefined) {
+        (node.children ??= new Map()).set(c, { label: prefix.slice(pos), children: undefined, value: index });
+        return true;
+      }
+      // Common length of the child's label and the rest of the prefix.
+      const label = child.label;
+      let k = 0;
+      while (k < label.length && pos + k < prefix.length && label.charCodeAt(k) === prefix.charCodeAt(pos + k)) k++;
+      if (k < label.length) {
+        // Split the edge at k: a middle node takes the common part.
+        const middle: PrefixNode = { label: label.slice(0, k), children: new Map([[label.charCodeAt(k), child]]), value: -1 };
+        child.label = label.slice(k);
+        node.children!.set(c, middle);
+        node = middle;
+      } else {
+        node = child;
+      }
+      pos += k;
+    }
+  }
+
+  /** The value of the longest prefix of `value` present, or -1. */
+  lookup(value: string): number {
+    let node = this.root;
+    let best = node.value;
+    let pos = 0;
+    while (pos < value.length) {
+      const child = node.children?.get(value.charCodeAt(pos));
+      if (child === undefined || !value.startsWith(child.label, pos)) break;
+      node = child;
+      pos += child.label.length;
+      if (node.value >= 0) best = node.value;
+    }
+    return best;
+  }
+}
+
+const SCRATCH_V6 = new Uint32Array(4);
+
+/**
+ * The cidr and prefix rules of one descriptor key at one level. `T` is what a rule maps to (the
+ * rule tree's node). A value that is an IP address is looked up among the CIDR blocks first; when
+ * none contains it (or it is no address), among the prefixes.
+ */
+export class ValueIndex<T> {
+  private readonly targets: T[] = [];
+  private v4: NibbleTrie | undefined;
+  private v6: NibbleTrie | undefined;
+  /** Canonical texts of the blocks added (duplicates are refused). */
+  private readonly blocks = new Set<string>();
+  private prefixes: PrefixTree | undefined;
+
+  /** Adds a CIDR block; false when the same block is already present. */
+  addCidr(cidr: Cidr, target: T): boolean {
+    if (this.blocks.has(cidr.text)) return false;
+    this.blocks.add(cidr.text);
+    const trie = cidr.version === 4 ? (this.v4 ??= new NibbleTrie()) : (this.v6 ??= new NibbleTrie());
+    trie.insert(cidr.words, cidr.bits, this.targets.length);
+    this.targets.push(target);
+    return true;
+  }
+
+  /** Adds a prefix; false when it is already present. */
+  addPrefix(prefix: string, target: T): boolean {
+    if (!(this.prefixes ??= new PrefixTree()).insert(prefix, this.targets.length)) return false;
+    this.targets.push(target);
+    return true;
+  }
+
+  /** The target of the longest CIDR block containing `value`, else of its longest prefix; undefined when none. */
+  lookup(value: string): T | undefined {
+    if (this.v4 !== undefined || this.v6 !== undefined) {
+      const found = this.lookupAddress(value);
+      if (found >= 0) return this.targets[found];
+    }
+    if (this.prefixes === undefined) return undefined;
+    const p = this.prefixes.lookup(value);
+    return p >= 0 ? this.targets[p] : undefined;
+  }
+
+  private lookupAddress(value: string): number {
+    // 45 characters is the longest IPv6 text (with an embedded IPv4 address); IPv4 has no ':'.
+    if (value.length < 2 || value.length > 45) return -1;
+    const colon = value.indexOf(':');
+    if (colon < 0) {
+      const v4 = parseIpv4(value);
+      return v4 >= 0 && this.v4 !== undefined ? this.v4.lookup32(v4) : -1;
+    }
+    const words = SCRATCH_V6;
+    if (!parseIpv6(value, words)) return -1;
+    if (isIpv4Mapped(words)) return this.v4 !== undefined ? this.v4.lookup32(words[3]!) : -1;
+    return this.v6 !== undefined ? this.v6.lookup128(words) : -1;
+  }
+}

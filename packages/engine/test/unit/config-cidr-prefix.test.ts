@@ -1,0 +1,277 @@
+// Matching descriptor values by CIDR block and prefix (docs/ratelimit.md, "Matching by CIDR and
+// prefix"): the address parser, the precedence against exact values and `*` wildcards, the
+// refusals, and property tests — for random rule lists and random addresses written in every text
+// form, the rule that matches is exactly the one a reference matcher (a linear scan on numbers)
+// picks: the longest block containing the address, else the longest prefix of the value.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { fcOptions } from '@rls/testkit';
+import { ConfigError, loadRuleSet, loadXdsRuleSet, parseCidr, parseIpv4, parseIpv6, ValueIndex } from '@rls/engine';
+import { decodeRateLimitConfig, encodeRateLimitConfig } from '@rls/rls-proto';
+
+const load = (yaml: string) => loadRuleSet([{ name: 'cidr.yaml', content: yaml }], { mergeDomainConfig: false });
+const nameOf = (rs: ReturnType<typeof load>, value: string, key = 'remote_address'): string | undefined => rs.getLimit('d', { entries: [{ key, value }] })?.limit.name;
+
+describe('address text', () => {
+  test('IPv4: four decimal parts of 0-255, no leading zeros, nothing else', () => {
+    assert.equal(parseIpv4('10.1.2.3'), 0x0a010203);
+    assert.equal(parseIpv4('255.255.255.255'), 0xffffffff);
+    assert.equal(parseIpv4('0.0.0.0'), 0);
+    for (const bad of ['10.1.2', '10.1.2.3.4', '256.1.1.1', '01.1.1.1', '1.1.1.1 ', ' 1.1.1.1', '1..1.1', '', '1.1.1.1x', '1111.1.1.1', 'a.b.c.d', '1.1.1.']) assert.equal(parseIpv4(bad), -1, JSON.stringify(bad));
+  });
+
+  test('IPv6: every RFC 4291 text form; zone ids and brackets are not addresses', () => {
+    const w = new Uint32Array(4);
+    const words = (text: string): number[] | undefined => (parseIpv6(text, w) ? [...w] : undefined);
+    assert.deepEqual(words('2001:db8::1'), [0x20010db8, 0, 0, 1]);
+    assert.deepEqual(words('2001:DB8:0:0:0:0:0:1'), [0x20010db8, 0, 0, 1]);
+    assert.deepEqual(words('::'), [0, 0, 0, 0]);
+    assert.deepEqual(words('::1'), [0, 0, 0, 1]);
+    assert.deepEqual(words('fe80::'), [0xfe800000, 0, 0, 0]);
+    assert.deepEqual(words('::ffff:10.1.2.3'), [0, 0, 0xffff, 0x0a010203]);
+    assert.deepEqual(words('1:2:3:4:5:6:1.2.3.4'), [0x00010002, 0x00030004, 0x00050006, 0x01020304]);
+    for (const bad of ['1::2::3', ':1', '1:', '1:2:3:4:5:6:7:8:9', '12345::', 'fe80::1%eth0', '[::1]', '::1.2.3', '1:2:3:4:5:6:7:1.2.3.4', 'g::', '1:2:3:4:5:6:7', ':::']) assert.equal(words(bad), undefined, bad);
+  });
+
+  test('CIDR blocks: canonical text, host bits refused with the block named, IPv4-mapped blocks taken as IPv4', () => {
+    assert.deepEqual(parseCidr('10.0.0.0/8'), { version: 4, words: [0x0a000000], bits: 8, text: '10.0.0.0/8' });
+    assert.deepEqual(parseCidr('2001:0DB8:0000::/32'), { version: 6, words: [0x20010db8, 0, 0, 0], bits: 32, text: '2001:db8::/32' });
+    assert.deepEqual(parseCidr('::ffff:10.0.0.0/104'), { version: 4, words: [0x0a000000], bits: 8, text: '10.0.0.0/8' });
+    assert.equal((parseCidr('0.0.0.0/0') as { text: string }).text, '0.0.0.0/0');
+    assert.equal(parseCidr('10.0.0.1/8'), "cidr '10.0.0.1/8' has host bits set; the block is 10.0.0.0/8");
+    assert.equal(parseCidr('2001:db8::1/32'), "cidr '2001:db8::1/32' has host bits set; the block is 2001:db8::/32");
+    assert.equal(parseCidr('10.0.0.0'), "cidr '10.0.0.0' needs a prefix length (e.g. 10.0.0.0/8, 2001:db8::/32)");
+    assert.equal(parseCidr('10.0.0.0/33'), "cidr '10.0.0.0/33': an IPv4 prefix length is at most 32");
+    assert.equal(parseCidr('::/129'), "cidr '::/129': an IPv6 prefix length is at most 128");
+    assert.equal(parseCidr('10.0.0.0/x'), "cidr '10.0.0.0/x' has an invalid prefix length 'x'");
+    assert.equal(parseCidr('10.0.0.0/'), "cidr '10.0.0.0/' has an invalid prefix length ''");
+    assert.equal(parseCidr('host/8'), "cidr 'host/8' is not an IPv4 or IPv6 block");
+  });
+});
+
+describe('cidr and prefix rules', () => {
+  const rules = load(`domain: d
+descriptors:
+  - {key: remote_address, value: 10.1.2.3, rate_limit: {unit: second, requests_per_unit: 1, name: exact}}
+  - {key: remote_address, cidr: 10.0.0.0/8, rate_limit: {unit: second, requests_per_unit: 1, name: ten}}
+  - {key: remote_address, cidr: 10.1.0.0/16, rate_limit: {unit: second, requests_per_unit: 1, name: ten-one}}
+  - {key: remote_address, cidr: "2001:db8::/32", rate_limit: {unit: second, requests_per_unit: 1, name: doc6}}
+  - {key: remote_address, cidr: 0.0.0.0/0, rate_limit: {unit: second, requests_per_unit: 1, name: any4}}
+  - {key: remote_address, value: "192.*", rate_limit: {unit: second, requests_per_unit: 1, name: wild}}
+  - {key: remote_address, rate_limit: {unit: second, requests_per_unit: 1, name: valueless}}
+  - {key: team, prefix: "team-", rate_limit: {unit: second, requests_per_unit: 1, name: team}}
+  - {key: team, prefix: "team-red-", rate_limit: {unit: second, requests_per_unit: 1, name: red}}
+  - {key: team, value: "team-red-1", rate_limit: {unit: second, requests_per_unit: 1, name: red1}}
+  - {key: team, value: "te*", rate_limit: {unit: second, requests_per_unit: 1, name: te-wild}}
+`);
+
+  test('precedence: exact value, then the longest block or prefix, then wildcards, then the key without value', () => {
+    assert.equal(nameOf(rules, '10.1.2.3'), 'exact');
+    assert.equal(nameOf(rules, '10.1.2.4'), 'ten-one');
+    assert.equal(nameOf(rules, '10.9.9.9'), 'ten');
+    assert.equal(nameOf(rules, '::ffff:10.9.9.9'), 'ten', 'an IPv4-mapped address matches as IPv4');
+    assert.equal(nameOf(rules, '192.0.2.1'), 'any4', 'a /0 block is more specific than a wildcard');
+    assert.equal(nameOf(rules, '2001:db8:1::7'), 'doc6');
+    assert.equal(nameOf(rules, '2001:db9::1'), 'valueless', 'no IPv6 block contains it');
+    assert.equal(nameOf(rules, 'not-an-address'), 'valueless');
+    assert.equal(nameOf(rules, '192.x'), 'wild', 'not an address: the wildcard');
+    assert.equal(nameOf(rules, 'team-red-1', 'team'), 'red1');
+    assert.equal(nameOf(rules, 'team-red-2', 'team'), 'red');
+    assert.equal(nameOf(rules, 'team-blue', 'team'), 'team');
+    assert.equal(nameOf(rules, 'teal', 'team'), 'te-wild');
+    assert.equal(nameOf(rules, 'x', 'team'), undefined);
+  });
+
+  test('paths, /rlconfig and statistics use the canonical block and `<prefix>*`; counters are per value unless share_threshold', () => {
+    assert.match(rules.dump(), /^d\.remote_address_10\.0\.0\.0\/8: unit=SECOND/m);
+    assert.match(rules.dump(), /^d\.remote_address_2001:db8::\/32: unit=SECOND/m);
+    assert.match(rules.dump(), /^d\.team_team-red-\*: unit=SECOND/m);
+    const m = rules.getLimit('d', { entries: [{ key: 'remote_address', value: '10.7.7.7' }] })!;
+    assert.equal(m.stats.key, 'd.remote_address_10.0.0.0/8');
+    assert.equal(m.sharePatterns, undefined, 'each address counts on its own');
+    const shared = load(`domain: d
+descriptors:
+  - {key: ip, cidr: 192.0.2.0/24, share_threshold: true, value_to_metric: true, rate_limit: {unit: second, requests_per_unit: 0}}
+  - {key: ip, cidr: 198.51.100.0/24, value_to_metric: true, rate_limit: {unit: second, requests_per_unit: 5}}
+`);
+    const s = shared.getLimit('d', { entries: [{ key: 'ip', value: '192.0.2.77' }] })!;
+    assert.deepEqual(s.sharePatterns, ['192.0.2.0/24'], 'the whole block shares one counter');
+    assert.equal(shared.getLimit('d', { entries: [{ key: 'ip', value: '198.51.100.9' }] })!.stats.key, 'd.ip_198.51.100.9', 'value_to_metric puts the address in the statistics');
+  });
+
+  test('refusals', () => {
+    const fail = (body: string): string => {
+      try {
+        load(`domain: d\ndescriptors:\n  - key: k\n    ${body}\n    rate_limit: {unit: second, requests_per_unit: 1}\n`);
+      } catch (err) {
+        assert.ok(err instanceof ConfigError);
+        return err.message;
+      }
+      return assert.fail('expected a refusal');
+    };
+    assert.equal(fail('cidr: 10.0.0.1/8'), "cidr.yaml: cidr '10.0.0.1/8' has host bits set; the block is 10.0.0.0/8 (descriptor 'd.k', line 3)");
+    assert.equal(fail('cidr: nonsense'), "cidr.yaml: cidr 'nonsense' needs a prefix length (e.g. 10.0.0.0/8, 2001:db8::/32) (descriptor 'd.k', line 3)");
+    assert.equal(fail('prefix: ""'), "cidr.yaml: prefix must not be empty (a descriptor without value matches every value) (descriptor 'd.k', line 3)");
+    assert.match(fail('cidr: 10.0.0.0/8\n    value: x'), /a descriptor matches by one of value, cidr or prefix, not value and cidr \(line 3\)/);
+    assert.match(fail('cidr: 10.0.0.0/8\n    prefix: x'), /not cidr and prefix \(line 3\)/);
+    assert.match(
+      (() => {
+        try {
+          load('domain: d\ndescriptors:\n  - {key: k, cidr: 10.0.0.0/8}\n  - {key: k, cidr: "::ffff:10.0.0.0/104"}\n');
+        } catch (err) {
+          return (err as Error).message;
+        }
+        return '';
+      })(),
+      /duplicate descriptor composite key 'd\.k_10\.0\.0\.0\/8'/,
+      'the same block written twice is a duplicate',
+    );
+  });
+
+  test('xDS: RateLimitDescriptor.cidr (1004) and .prefix (1005)', () => {
+    const d = (extra: object) => ({ key: 'k', value: '', descriptors: [], shadowMode: false, detailedMetric: false, quotaMode: false, rateLimit: { unit: 'SECOND', requestsPerUnit: 1, unlimited: false, name: JSON.stringify(extra), replaces: [] }, ...extra });
+    const msg = { name: 'res', domain: 'd', descriptors: [d({ cidr: '10.0.0.0/8' }), d({ prefix: 'team-' })] };
+    const decoded = decodeRateLimitConfig(encodeRateLimitConfig(msg));
+    assert.deepEqual(decoded, msg);
+    const rs = loadXdsRuleSet([decoded], { mergeDomainConfig: false });
+    assert.equal(nameOf(rs, '10.2.3.4', 'k'), '{"cidr":"10.0.0.0/8"}');
+    assert.equal(nameOf(rs, 'team-x', 'k'), '{"prefix":"team-"}');
+    assert.throws(() => loadXdsRuleSet([{ ...msg, descriptors: [d({ cidr: '10.0.0.0/8', value: 'v' })] }], { mergeDomainConfig: false }), /res: a descriptor matches by one of value, cidr or prefix, not value and cidr \(descriptor 'd\.k'\)/);
+  });
+});
+
+// ---- property tests against a reference matcher -------------------------------------------------
+
+/** An address as the test generates it: its number (BigInt, 32 or 128 bits) and a text form. */
+interface Addr {
+  v6: boolean;
+  n: bigint;
+}
+
+const maskOf = (bits: number, width: number): bigint => (bits === 0 ? 0n : ((1n << BigInt(bits)) - 1n) << BigInt(width - bits));
+
+function v4Text(n: bigint): string {
+  return [24n, 16n, 8n, 0n].map((s) => String((n >> s) & 255n)).join('.');
+}
+
+/** IPv6 text in one of several forms the parser must accept: full, compressed, upper case, with an IPv4 tail. */
+function v6Text(n: bigint, form: number): string {
+  const g = Array.from({ length: 8 }, (_v, i) => Number((n >> BigInt(112 - 16 * i)) & 0xffffn));
+  const hex = g.map((x) => x.toString(16));
+  switch (form % 4) {
+    case 0:
+      return hex.join(':');
+    case 1: {
+      // compress the first run of zero groups (any length ≥ 1)
+      const i = g.indexOf(0);
+      if (i < 0) return hex.join(':');
+      let j = i;
+      while (j < 8 && g[j] === 0) j++;
+      return `${hex.slice(0, i).join(':')}::${hex.slice(j).join(':')}`;
+    }
+    case 2:
+      return hex.map((h) => h.toUpperCase().padStart(4, '0')).join(':');
+    default:
+      return `${hex.slice(0, 6).join(':')}:${v4Text(n & 0xffffffffn)}`;
+  }
+}
+
+interface RuleDef {
+  v6: boolean;
+  n: bigint;
+  bits: number;
+}
+
+function referenceBest(rules: readonly RuleDef[], a: Addr): number {
+  let best = -1;
+  let bestBits = -1;
+  const width = a.v6 ? 128 : 32;
+  rules.forEach((r, i) => {
+    if (r.v6 !== a.v6) return;
+    const m = maskOf(r.bits, width);
+    if ((a.n & m) === r.n && r.bits > bestBits) {
+      best = i;
+      bestBits = r.bits;
+    }
+  });
+  return best;
+}
+
+describe('property: the trie picks what a linear scan picks', () => {
+  const v4 = fc.bigInt({ min: 0n, max: 2n ** 32n - 1n });
+  // IPv6 around a few fixed /16s, so blocks and addresses overlap often.
+  const v6 = fc.tuple(fc.constantFrom(0x2001n, 0xfe80n, 0x0n), fc.bigInt({ min: 0n, max: 2n ** 112n - 1n })).map(([hi, lo]) => (hi << 112n) | lo);
+  const ruleArb = fc.oneof(
+    fc.tuple(v4, fc.integer({ min: 0, max: 32 })).map(([n, bits]): RuleDef => ({ v6: false, n: n & maskOf(bits, 32), bits })),
+    fc.tuple(v6, fc.integer({ min: 0, max: 128 })).map(([n, bits]): RuleDef => ({ v6: true, n: n & maskOf(bits, 128), bits })),
+  );
+
+  test('CIDR: random blocks, random addresses near them, every text form (ValueIndex and the rule set)', () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(ruleArb, { minLength: 1, maxLength: 40, selector: (r) => `${r.v6}/${r.n}/${r.bits}` }),
+        fc.array(fc.tuple(fc.nat(), fc.bigInt({ min: 0n, max: 2n ** 128n - 1n }), fc.nat(), fc.boolean()), { minLength: 1, maxLength: 30 }),
+        (rules, probes) => {
+          const index = new ValueIndex<number>();
+          const yaml: string[] = ['domain: d', 'descriptors:'];
+          rules.forEach((r, i) => {
+            const text = `${r.v6 ? v6Text(r.n, 1) : v4Text(r.n)}/${r.bits}`;
+            const cidr = parseCidr(text);
+            assert.ok(typeof cidr !== 'string', `${text}: ${typeof cidr === 'string' ? cidr : ''}`);
+            assert.ok(index.addCidr(cidr, i));
+            yaml.push(`  - {key: ip, cidr: "${text}", rate_limit: {unit: second, requests_per_unit: 1, name: r${i}}}`);
+          });
+          const rs = load(yaml.join('\n') + '\n');
+          for (const [pick, noise, form, mapped] of probes) {
+            // An address inside a random rule's block (noise in its host bits), or anywhere.
+            const base = rules[pick % rules.length]!;
+            const width = base.v6 ? 128 : 32;
+            const n = (base.n | (noise & ~maskOf(base.bits, width))) & (width === 32 ? 0xffffffffn : 2n ** 128n - 1n);
+            const a: Addr = { v6: base.v6, n };
+            const text = a.v6 ? v6Text(n, form) : mapped ? `::ffff:${v4Text(n)}` : v4Text(n);
+            const want = referenceBest(rules, a);
+            assert.equal(index.lookup(text) ?? -1, want, text);
+            assert.equal(nameOf(rs, text, 'ip') ?? '', want < 0 ? '' : `r${want}`, text);
+          }
+        },
+      ),
+      fcOptions(300),
+    );
+  });
+
+  test('prefix: random prefixes and values, the longest prefix wins (ValueIndex against a scan)', () => {
+    const alpha = fc.string({ unit: fc.constantFrom('a', 'b', 'c', '-', 'é'), minLength: 1, maxLength: 6 });
+    fc.assert(
+      fc.property(fc.uniqueArray(alpha, { minLength: 1, maxLength: 50 }), fc.array(fc.string({ unit: fc.constantFrom('a', 'b', 'c', '-', 'é'), maxLength: 9 }), { maxLength: 40 }), (prefixes, values) => {
+        const index = new ValueIndex<number>();
+        prefixes.forEach((p, i) => assert.ok(index.addPrefix(p, i)));
+        assert.equal(index.addPrefix(prefixes[0]!, -1), false, 'a duplicate is refused');
+        for (const v of [...values, ...prefixes]) {
+          let want = -1;
+          prefixes.forEach((p, i) => {
+            if (v.startsWith(p) && (want < 0 || p.length > prefixes[want]!.length)) want = i;
+          });
+          assert.equal(index.lookup(v) ?? -1, want, v);
+        }
+      }),
+      fcOptions(300),
+    );
+  });
+
+  test('request values that are not addresses never match a block', () => {
+    const index = new ValueIndex<number>();
+    index.addCidr(parseCidr('0.0.0.0/0') as never, 4);
+    index.addCidr(parseCidr('::/0') as never, 6);
+    fc.assert(
+      fc.property(fc.string({ maxLength: 60 }), (s) => {
+        const ip4 = parseIpv4(s) >= 0;
+        const ip6 = parseIpv6(s, new Uint32Array(4));
+        const got = index.lookup(s);
+        if (!ip4 && !ip6) assert.equal(got, undefined, s);
+        else assert.ok(got === 4 || got === 6, s);
+      }),
+      fcOptions(2000),
+    );
+  });
+});
