@@ -27,6 +27,7 @@ export * from './limiter/response-headers.js';
 export * from './limiter/window.js';
 export * from './quota/fair-share.js';
 export * from './quota/quota-assignment.js';
+export * from './quota/quota-balancer.js';
 export * from './quota/quota-matcher.js';
 export * from './quota/quota-rule-set.js';
 export * from './quota/quota-rules.js';
