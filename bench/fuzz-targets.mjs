@@ -29,7 +29,7 @@ const protoDict = [0n, 1n, 127n, 128n, 0x7fffffffn, 0x80000000n, 0xffffffffn, 1n
 async function protoTarget(decodeName, seeds) {
   const proto = await import('../packages/rls-proto/src/index.ts');
   const decode = proto[decodeName];
-  const typed = (e) => proto.isProtoDecodeError(e) || proto.isRequestLimitError?.(e) === true;
+  const typed = (e) => proto.isProtoDecodeError(e) || proto.isRequestLimitError?.(e) === true || proto.isRlqsLimitError?.(e) === true;
   return {
     files: ['/packages/rls-proto/src/'],
     seeds: seeds(proto),
@@ -93,7 +93,27 @@ function hpackSeeds() {
   return seeds;
 }
 
+const sampleReports = {
+  domain: 'edge',
+  bucketQuotaUsages: [
+    { bucketId: [{ key: 'name', value: 'api' }, { key: 'tenant', value: 'acme' }], timeElapsed: 1.5, numRequestsAllowed: 120, numRequestsDenied: 3 },
+    { bucketId: [{ key: 'name', value: 'web' }], timeElapsed: 0, numRequestsAllowed: 1, numRequestsDenied: 0 },
+  ],
+};
+const sampleQuotaResponse = {
+  bucketAction: [
+    {
+      bucketId: [{ key: 'name', value: 'api' }],
+      action: { kind: 'quota_assignment', assignmentTimeToLive: 10, rateLimitStrategy: { kind: 'token_bucket', tokenBucket: { maxTokens: 20, tokensPerFill: 132, fillInterval: 4 } } },
+    },
+    { bucketId: [{ key: 'name', value: 'web' }], action: { kind: 'quota_assignment', assignmentTimeToLive: 0, rateLimitStrategy: { kind: 'blanket_rule', blanketRule: 0 } } },
+    { bucketId: [{ key: 'name', value: 'old' }], action: { kind: 'abandon' } },
+  ],
+};
+
 export const targets = {
+  'rlqs-reports': () => protoTarget('decodeRateLimitQuotaUsageReports', (p) => [p.encodeRateLimitQuotaUsageReports(sampleReports)]),
+  'rlqs-response': () => protoTarget('decodeRateLimitQuotaResponse', (p) => [p.encodeRateLimitQuotaResponse(sampleQuotaResponse)]),
   'proto-request': () => protoTarget('decodeRateLimitRequest', (p) => [p.encodeRateLimitRequest(sampleRequest), Buffer.alloc(0)]),
   'proto-response': () => protoTarget('decodeRateLimitResponse', (p) => [p.encodeRateLimitResponse(sampleResponse)]),
   'xds-config': () => protoTarget('decodeRateLimitConfig', (p) => [p.encodeRateLimitConfig(sampleConfig)]),

@@ -11,7 +11,9 @@ export type ErrorCode =
   /** Invalid rule files or resources. */
   | 'config_invalid'
   /** Invalid settings at start-up. */
-  | 'settings_invalid';
+  | 'settings_invalid'
+  /** A bound of the service was reached (RLQS streams, buckets per stream or domain): RESOURCE_EXHAUSTED. */
+  | 'resource_exhausted';
 
 export class RateLimitError extends Error {
   readonly code: ErrorCode;

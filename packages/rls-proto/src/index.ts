@@ -1,5 +1,5 @@
-// @rls/rls-proto: RLS v3 / gRPC health wire types, hand-coded protobuf and proto3-JSON codecs,
-// and a grpc-js based client.
+// @rls/rls-proto: RLS v3 / RLQS / gRPC health wire types, hand-coded protobuf and proto3-JSON
+// codecs, and a grpc-js based client.
 export * from './rls-messages.js';
 export { ProtoDecodeError, isProtoDecodeError, type DecodeErrorCode } from './decode-error.js';
 export {
@@ -36,6 +36,22 @@ export {
   type CallOptions,
 } from './rls-client.js';
 export { PROTO_DIR, PROTO_FILES } from './proto-files.js';
+export * from './rlqs-messages.js';
+export {
+  DEFAULT_RLQS_REPORT_LIMITS,
+  RlqsLimitError,
+  isRlqsLimitError,
+  type RlqsReportLimits,
+  type RlqsLimitName,
+} from './rlqs-limits.js';
+export {
+  STREAM_RATE_LIMIT_QUOTAS_PATH,
+  decodeRateLimitQuotaUsageReports,
+  encodeRateLimitQuotaUsageReports,
+  decodeRateLimitQuotaResponse,
+  encodeRateLimitQuotaResponse,
+} from './rlqs-codec.js';
+export { bucketKey, bucketIdOfKey } from './bucket-id.js';
 export {
   RATE_LIMIT_CONFIG_TYPE_URL,
   ADS_SERVICE_NAME,

@@ -25,4 +25,7 @@ export const PROTO_FILES = {
   ads: 'envoy/service/discovery/v3/ads.proto',
   rlsConfig: 'ratelimit/config/ratelimit/v3/rls_conf.proto',
   rpcStatus: 'google/rpc/status.proto',
+  rlqs: 'envoy/service/rate_limit_quota/v3/rlqs.proto',
+  rateLimitStrategy: 'envoy/type/v3/ratelimit_strategy.proto',
+  tokenBucket: 'envoy/type/v3/token_bucket.proto',
 } as const;

@@ -14,6 +14,7 @@ import type { Buffer } from 'node:buffer';
 import { ProtoReader } from './wire-reader.js';
 import { int32Size, lenFieldSize, ProtoWriter, utf8Length, varint32Size, varint64Size } from './wire-writer.js';
 import { readStruct, structSize, writeStruct } from './struct-codec.js';
+import { durationSize, readDuration, writeDurationBody } from './duration-codec.js';
 import { DEFAULT_REQUEST_LIMITS, entryTooLong, tooManyDescriptors, tooManyEntries, type RequestLimits } from './request-limits.js';
 import {
   toRlsCode,
@@ -229,19 +230,6 @@ function currentLimitSize(c: CurrentLimitMsg): number {
   );
 }
 
-/** Splits fractional seconds into Duration {seconds, nanos} (both carry the sign, as protobuf requires). */
-function durationParts(d: number): [number, number] {
-  const seconds = Math.trunc(d);
-  const nanos = Math.round((d - seconds) * 1e9);
-  return [seconds, nanos];
-}
-
-function durationSize(d: number): number {
-  if (Number.isInteger(d)) return d !== 0 ? 1 + varint64Size(d) : 0;
-  const [s, n] = durationParts(d);
-  return (s !== 0 ? 1 + varint64Size(s) : 0) + (n !== 0 ? 1 + int32Size(n) : 0);
-}
-
 function statusSize(s: DescriptorStatusMsg): number {
   let size = 0;
   if (s.code !== 0) size += 2; // 1-byte tag + 1-byte enum (0..2)
@@ -310,15 +298,7 @@ function writeStatus(w: ProtoWriter, s: DescriptorStatusMsg): void {
   if (d !== undefined) {
     w.byte(0x22);
     w.uint32(durationSize(d));
-    const [sec, nanos] = Number.isInteger(d) ? [d, 0] : durationParts(d);
-    if (sec !== 0) {
-      w.byte(0x08);
-      w.int64(sec);
-    }
-    if (nanos !== 0) {
-      w.byte(0x10);
-      w.int32(nanos);
-    }
+    writeDurationBody(w, d);
   }
 }
 
@@ -439,20 +419,6 @@ function readCurrentLimit(r: ProtoReader, end: number, prev: CurrentLimitMsg | u
   }
   r.end = outer;
   return c;
-}
-
-function readDuration(r: ProtoReader, end: number, prev: number | undefined): number {
-  const outer = r.end;
-  r.end = end;
-  let [seconds, nanos] = prev === undefined ? [0, 0] : durationParts(prev);
-  while (r.pos < end) {
-    const tag = r.tag();
-    if (tag === 0x08) seconds = r.int64();
-    else if (tag === 0x10) nanos = r.int32();
-    else r.skip(tag);
-  }
-  r.end = outer;
-  return nanos === 0 ? seconds : seconds + nanos / 1e9;
 }
 
 function readHeader(r: ProtoReader, end: number): HeaderValueMsg {

@@ -40,3 +40,4 @@ export * from './h2-raw.js';
 export * from './property-support.js';
 export { assertMayStartServers, tierOfTestFile, UnitTierViolation, TEST_TIER_ENV, type TestTier } from './tier-guard.js';
 export { pngVariety } from './png.js';
+export * from './rlqs-envoy.js';

@@ -1,6 +1,6 @@
 // Property-based tests (fast-check, fixed seed) of every protobuf decoder of this package: the
-// hand-coded RLS and health codecs (wire-reader.ts, rls-codec.ts, struct-codec.ts,
-// health-codec.ts) and the schema-checked protobufjs xDS codecs (xds-codec.ts). Encodings of
+// hand-coded RLS, RLQS and health codecs (wire-reader.ts, rls-codec.ts, rlqs-codec.ts,
+// struct-codec.ts, health-codec.ts) and the schema-checked protobufjs xDS codecs (xds-codec.ts). Encodings of
 // random messages decode back to the message; random bytes and damaged encodings (bit flips,
 // truncation, splices, huge varints) give a message or ProtoDecodeError, nothing else; length
 // prefixes claiming gigabytes and hostile nesting are refused before anything is allocated or
@@ -23,6 +23,12 @@ import {
   encodeRateLimitRequest,
   encodeRateLimitResponse,
   DEFAULT_REQUEST_LIMITS,
+  DEFAULT_RLQS_REPORT_LIMITS,
+  decodeRateLimitQuotaResponse,
+  decodeRateLimitQuotaUsageReports,
+  encodeRateLimitQuotaResponse,
+  encodeRateLimitQuotaUsageReports,
+  isRlqsLimitError,
   isProtoDecodeError,
   isRequestLimitError,
   ProtoDecodeError,
@@ -34,6 +40,10 @@ import {
   type RateLimitRequestMsg,
   type RateLimitResponseMsg,
   type RlsCodeNumber,
+  type BucketIdMsg,
+  type RateLimitQuotaResponseMsg,
+  type RateLimitQuotaUsageReportsMsg,
+  type RateLimitStrategyMsg,
 } from '../../src/index.js';
 import { fcOptions, mutatedArb, valueOrTyped, varintBytes } from '@rls/testkit';
 
@@ -125,6 +135,51 @@ const discoveryResponseArb: fc.Arbitrary<DiscoveryResponseMsg> = fc.record({
   nonce: str,
 });
 
+/** A bucket id with unique keys (the decoder merges repeated keys, so only those round trip as sent). */
+const bucketIdArb: fc.Arbitrary<BucketIdMsg> = fc
+  .uniqueArray(fc.record({ key: str, value: str }), { maxLength: 4, selector: (e) => e.key })
+  .map((entries) => entries.map((e) => ({ key: e.key, value: e.value })));
+/** Whole seconds, or whole milliseconds below 10^6 s: both survive the seconds+nanos split exactly. */
+const durationArb = fc.oneof(fc.integer({ min: -(2 ** 40), max: 2 ** 40 }), fc.integer({ min: 0, max: 1e9 }).map((ms) => ms / 1000));
+const reportsArb: fc.Arbitrary<RateLimitQuotaUsageReportsMsg> = fc.record({
+  domain: str,
+  bucketQuotaUsages: fc.array(
+    fc.record({
+      bucketId: fc.option(bucketIdArb, { nil: undefined }),
+      timeElapsed: fc.option(durationArb, { nil: undefined }),
+      numRequestsAllowed: uint64,
+      numRequestsDenied: uint64,
+    }),
+    { maxLength: 5 },
+  ),
+});
+const strategyArb: fc.Arbitrary<RateLimitStrategyMsg> = fc.oneof(
+  fc.record({ kind: fc.constant('blanket_rule' as const), blanketRule: int32 }),
+  fc.record({ kind: fc.constant('requests_per_time_unit' as const), requestsPerTimeUnit: uint64, timeUnit: int32 }),
+  fc.record({
+    kind: fc.constant('token_bucket' as const),
+    tokenBucket: fc.record({ maxTokens: uint32, tokensPerFill: fc.option(uint32, { nil: undefined }), fillInterval: fc.option(durationArb, { nil: undefined }) }),
+  }),
+  fc.constant({ kind: 'none' as const }),
+);
+const quotaResponseArb: fc.Arbitrary<RateLimitQuotaResponseMsg> = fc.record({
+  bucketAction: fc.array(
+    fc.record({
+      bucketId: fc.option(bucketIdArb, { nil: undefined }),
+      action: fc.oneof(
+        fc.constant(undefined),
+        fc.constant({ kind: 'abandon' as const }),
+        fc.record({
+          kind: fc.constant('quota_assignment' as const),
+          assignmentTimeToLive: fc.option(durationArb, { nil: undefined }),
+          rateLimitStrategy: fc.option(strategyArb, { nil: undefined }),
+        }),
+      ),
+    }),
+    { maxLength: 5 },
+  ),
+});
+
 interface Decoder {
   name: string;
   decode: (b: Uint8Array) => unknown;
@@ -133,6 +188,8 @@ interface Decoder {
 const decoders: Decoder[] = [
   { name: 'RateLimitRequest', decode: decodeRateLimitRequest, valid: requestArb.map((m) => encodeRateLimitRequest(m)) },
   { name: 'RateLimitResponse', decode: decodeRateLimitResponse, valid: responseArb.map((m) => encodeRateLimitResponse(m)) },
+  { name: 'RateLimitQuotaUsageReports', decode: decodeRateLimitQuotaUsageReports, valid: reportsArb.map((m) => encodeRateLimitQuotaUsageReports(m)) },
+  { name: 'RateLimitQuotaResponse', decode: decodeRateLimitQuotaResponse, valid: quotaResponseArb.map((m) => encodeRateLimitQuotaResponse(m)) },
   { name: 'HealthCheckRequest', decode: decodeHealthCheckRequest, valid: str.map((service) => encodeHealthCheckRequest({ service })) },
   { name: 'HealthCheckResponse', decode: decodeHealthCheckResponse, valid: fc.constantFrom(Buffer.from([8, 1]), Buffer.from([8, 2])) },
   { name: 'RateLimitConfig (xDS)', decode: decodeRateLimitConfig, valid: configArb.map((m) => encodeRateLimitConfig(m)) },
@@ -157,8 +214,8 @@ function plain(v: unknown): unknown {
   return v;
 }
 
-/** The request decoder also refuses requests beyond DEFAULT_REQUEST_LIMITS, with its own typed error. */
-const isTypedError = (err: unknown): boolean => isProtoDecodeError(err) || isRequestLimitError(err);
+/** The request and report decoders also refuse input beyond their default limits, with their own typed errors. */
+const isTypedError = (err: unknown): boolean => isProtoDecodeError(err) || isRequestLimitError(err) || isRlqsLimitError(err);
 
 function decodeOrTyped(d: Decoder, bytes: Uint8Array): void {
   const r = valueOrTyped(() => d.decode(bytes), isTypedError);
@@ -166,6 +223,18 @@ function decodeOrTyped(d: Decoder, bytes: Uint8Array): void {
     const req = r.value as RateLimitRequestMsg;
     assert.ok(req.descriptors.length <= DEFAULT_REQUEST_LIMITS.maxDescriptors);
     for (const desc of req.descriptors) assert.ok(desc.entries.length <= DEFAULT_REQUEST_LIMITS.maxEntriesPerDescriptor);
+  }
+  if (r.ok && d.decode === decodeRateLimitQuotaUsageReports) {
+    const rep = r.value as RateLimitQuotaUsageReportsMsg;
+    const L = DEFAULT_RLQS_REPORT_LIMITS;
+    assert.ok(rep.bucketQuotaUsages.length <= L.maxBucketsPerReport);
+    assert.ok(Buffer.byteLength(rep.domain) <= L.maxDomainBytes);
+    for (const u of rep.bucketQuotaUsages) {
+      const id = u.bucketId ?? [];
+      assert.ok(id.length <= L.maxBucketIdEntries);
+      assert.equal(new Set(id.map((e) => e.key)).size, id.length, 'bucket id keys are unique');
+      for (const e of id) assert.ok(Buffer.byteLength(e.key) + Buffer.byteLength(e.value) <= L.maxBucketEntryBytes);
+    }
   }
   // Every field costs at least one byte of tag and one of value, a message its two-byte header;
   // the constant covers the fixed shape of an empty message.
@@ -187,6 +256,20 @@ describe('protobuf round trips', () => {
         assert.deepEqual(plain(decodeRateLimitResponse(encodeRateLimitResponse(m))), plain(m));
       }),
       fcOptions(400),
+    );
+  });
+  test('RateLimitQuotaUsageReports and RateLimitQuotaResponse (RLQS)', () => {
+    fc.assert(
+      fc.property(reportsArb, (m) => {
+        assert.deepEqual(plain(decodeRateLimitQuotaUsageReports(encodeRateLimitQuotaUsageReports(m))), plain(m));
+      }),
+      fcOptions(500),
+    );
+    fc.assert(
+      fc.property(quotaResponseArb, (m) => {
+        assert.deepEqual(plain(decodeRateLimitQuotaResponse(encodeRateLimitQuotaResponse(m))), plain(m));
+      }),
+      fcOptions(500),
     );
   });
   test('RateLimitConfig, DiscoveryRequest, DiscoveryResponse (xDS)', () => {
@@ -295,6 +378,8 @@ describe('protobuf decoders on hostile input: a message or ProtoDecodeError, bou
           [decodeRateLimitResponse, metaMsg],
           [decodeRateLimitConfig, config],
           [decodeRateLimitRequest, groups],
+          [decodeRateLimitQuotaUsageReports, groups],
+          [decodeRateLimitQuotaResponse, groups],
           [decodeRateLimitConfig, groups],
           [decodeDiscoveryResponse, groups],
         ] as const) {

@@ -6,7 +6,7 @@ import { PROTO_DIR, PROTO_FILES } from '../../src/proto-files.js';
 export async function loadProtobufRoot(): Promise<protobuf.Root> {
   const root = new protobuf.Root();
   root.resolvePath = (_origin: string, target: string): string => (target.startsWith('google/protobuf/') ? target : `${PROTO_DIR}${target}`);
-  await root.load([PROTO_FILES.rls, PROTO_FILES.health, PROTO_FILES.ads, PROTO_FILES.rlsConfig], { keepCase: false });
+  await root.load([PROTO_FILES.rls, PROTO_FILES.health, PROTO_FILES.ads, PROTO_FILES.rlsConfig, PROTO_FILES.rlqs], { keepCase: false });
   root.resolveAll();
   return root;
 }
