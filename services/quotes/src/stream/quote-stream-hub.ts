@@ -4,6 +4,7 @@ import type { Plan } from '../accounts/plans.js';
 import type { Clock } from '../clock.js';
 import { QuotesError } from '../errors.js';
 import type { MarketSnapshot } from '../market/market-snapshots.js';
+import { OriginJson, type Origin } from '../origin.js';
 import { sseEvent, SseStream, type CloseReason, type QuotePair } from './sse-stream.js';
 
 /** What the hub needs of the market: the current snapshot and a call per new one. */
@@ -12,8 +13,11 @@ export interface SnapshotFeed {
   onSnapshot(listener: (snap: MarketSnapshot) => void): () => void;
 }
 
-/** The JSON text of one coin's `/api/v2/crypto` record; rejects when it cannot be quoted now. */
-export type CoinJson = (coin: string, currency: string, baseUrl: string, plan: Plan) => Promise<string>;
+/**
+ * The JSON text of one coin's `/api/v2/crypto` record, built with ORIGIN_MARK as the origin
+ * (origin.ts); rejects when it cannot be quoted now.
+ */
+export type CoinJson = (coin: string, currency: string) => Promise<string>;
 
 export interface StreamLimits {
   maxPerToken: number;
@@ -52,7 +56,8 @@ export interface OpenStreamOptions {
   plan: Plan;
   coins: readonly string[];
   currency: string;
-  baseUrl: string;
+  /** This client's origin for icon URLs (validated; see origin.ts). */
+  baseUrl: Origin;
   lastEventId: string | undefined;
   /** Counts one more request for the open stream; a rejection (QuotesError) closes it. */
   charge: () => Promise<void>;
@@ -62,7 +67,12 @@ export interface OpenStreamOptions {
 
 export interface StreamStats {
   open: number;
+  /** Pairs tracked (followed, or idle within the resume window): at most coins x quote currencies. */
   pairs: number;
+  /** Pairs some open stream follows: the only ones quoted at a refresh. */
+  activePairs: number;
+  /** Pair quotes made by fan-outs since start (a measure of the work per refresh). */
+  pairQuotes: number;
   coalesced: number;
   closed: Record<CloseReason, number>;
   /** Duration of the last fan-out, from the snapshot to the last stream written (ms). */
@@ -72,9 +82,9 @@ export interface StreamStats {
 
 interface PairRecord extends QuotePair {
   currency: string;
-  baseUrl: string;
-  plan: Plan;
-  /** Resolves once `json` has been computed for the first time. */
+  /** Snapshot version `json` was last quoted for (-1: never). */
+  quotedVersion: number;
+  /** Resolves once `json` is current for the version it was followed at. */
   ready: Promise<void>;
 }
 
@@ -87,18 +97,26 @@ const OPEN_HEADERS: OutgoingHttpHeaders = {
 
 /**
  * The live-price streams: one registry of open Server-Sent Events responses, fed by the market
- * snapshots. On every new snapshot each followed (coin, currency) pair is quoted once, and every
- * stream gets the pairs that differ from what it already sent, as one event whose id names the
- * snapshot (`<epoch>.<version>`), so a client that reconnects with Last-Event-ID gets exactly the
- * coins that changed since. A real-time tick writes heartbeats, charges open streams one request
- * per charge interval and enforces the stall and lifetime bounds; it also asks for the current
- * snapshot, which refreshes an on-demand market while streams are open.
+ * snapshots. On every new snapshot each (coin, currency) pair that an open stream follows is
+ * quoted once, and every stream gets the pairs that differ from what it already sent, as one
+ * event whose id names the snapshot (`<epoch>.<version>`), so a client that reconnects with
+ * Last-Event-ID gets exactly the coins that changed since. A real-time tick writes heartbeats,
+ * charges open streams one request per charge interval, enforces the stall and lifetime bounds,
+ * and asks for the current snapshot, which refreshes an on-demand market while streams are open.
+ *
+ * What a client controls and what bounds it: pairs are keyed by what selects the data only (a coin
+ * of the catalogue, a quote currency), never by a header, so there are at most coins x currencies
+ * of them; the origin of each client's icon URLs is put in as its events are written. A pair
+ * nobody follows costs nothing per refresh: it is kept, unquoted, for the resume window, and
+ * quoted again when a stream follows it.
  */
 export class QuoteStreamHub {
   private readonly streams = new Set<SseStream>();
   private readonly perToken = new Map<string, number>();
   private reserved = 0;
   private readonly pairs = new Map<string, PairRecord>();
+  /** The pairs with subscribers (the ones a fan-out quotes). */
+  private readonly active = new Set<PairRecord>();
   private timer: NodeJS.Timeout | undefined;
   private readonly unsubscribe: () => void;
   private latestVersion = 0;
@@ -108,6 +126,8 @@ export class QuoteStreamHub {
   private readonly counters: StreamStats = {
     open: 0,
     pairs: 0,
+    activePairs: 0,
+    pairQuotes: 0,
     coalesced: 0,
     closed: { client: 0, stalled: 0, lifetime: 0, 'charge-refused': 0, shutdown: 0 },
     lastFanOutMs: 0,
@@ -121,7 +141,7 @@ export class QuoteStreamHub {
   stats(): StreamStats {
     let coalesced = this.counters.coalesced;
     for (const s of this.streams) coalesced += s.coalesced;
-    return { ...this.counters, closed: { ...this.counters.closed }, open: this.streams.size, pairs: this.pairs.size, coalesced };
+    return { ...this.counters, closed: { ...this.counters.closed }, open: this.streams.size, pairs: this.pairs.size, activePairs: this.active.size, coalesced };
   }
 
   /** Unsent bytes of every open stream (tests and the bench look at the bound). */
@@ -169,7 +189,7 @@ export class QuoteStreamHub {
     try {
       const snap = await this.deps.feed.current();
       this.latestVersion = Math.max(this.latestVersion, snap.version);
-      pairs = o.coins.map((c) => this.follow(c, o.currency, o.baseUrl, o.plan));
+      pairs = o.coins.map((c) => this.follow(c, o.currency));
       await Promise.all(pairs.map((p) => p.ready));
     } catch (err) {
       for (const p of pairs) this.unfollow(p);
@@ -188,6 +208,7 @@ export class QuoteStreamHub {
     const stream = new SseStream(
       res,
       lease.tokenKey,
+      o.baseUrl,
       pairs,
       { bufferBytes: limits.bufferBytes, stallMs: limits.stallMs },
       { now, heartbeatMs: limits.heartbeatMs, chargeMs: limits.chargeMs, lifetimeMs: limits.lifetimeMs },
@@ -231,42 +252,63 @@ export class QuoteStreamHub {
     return `${this.deps.epoch}.${version}`;
   }
 
-  private follow(coin: string, currency: string, baseUrl: string, plan: Plan): PairRecord {
-    const key = `${coin}|${currency}|${baseUrl}`;
+  /**
+   * A stream follows a pair: created on first use; a pair that was idle is quoted again (it was
+   * not while nobody followed it), keeping its change version when its record is the same.
+   */
+  private follow(coin: string, currency: string): PairRecord {
+    const key = `${coin}|${currency}`;
     let p = this.pairs.get(key);
     if (p === undefined) {
-      const rec: PairRecord = {
+      p = {
         key,
         coin,
         currency,
-        baseUrl,
-        plan,
         json: null,
         changedVersion: this.latestVersion,
         trackedSince: this.latestVersion,
         subscribers: 0,
         idleSince: 0,
+        quotedVersion: -1,
         ready: Promise.resolve(),
       };
-      rec.ready = this.deps.coinJson(coin, currency, baseUrl, plan).then(
-        (j) => void (rec.json ??= j),
-        () => undefined,
-      );
-      this.pairs.set(key, rec);
-      p = rec;
+      this.pairs.set(key, p);
     }
     p.subscribers++;
+    if (p.subscribers === 1) {
+      this.active.add(p);
+      if (p.quotedVersion < this.latestVersion || p.json === null) p.ready = this.quote(p, this.latestVersion);
+    }
     return p;
   }
 
   private unfollow(p: PairRecord): void {
     p.subscribers--;
-    if (p.subscribers <= 0) p.idleSince = this.deps.clock.now();
+    if (p.subscribers <= 0) {
+      p.idleSince = this.deps.clock.now();
+      this.active.delete(p);
+    }
+  }
+
+  /** Quotes a pair for snapshot `version`; a result for an older version than the last applied is dropped. */
+  private async quote(p: PairRecord, version: number): Promise<void> {
+    let j: string | null;
+    try {
+      j = await this.deps.coinJson(p.coin, p.currency);
+    } catch {
+      j = null;
+    }
+    if (version < p.quotedVersion) return;
+    p.quotedVersion = version;
+    if (j !== (p.json?.text ?? null)) {
+      p.json = j === null ? null : new OriginJson(j);
+      p.changedVersion = version;
+    }
   }
 
   private onSnapshot(snap: MarketSnapshot): void {
     this.latestVersion = Math.max(this.latestVersion, snap.version);
-    if (this.pairs.size === 0) return;
+    if (this.active.size === 0) return;
     if (this.fanning) {
       this.again = true;
       return;
@@ -291,21 +333,10 @@ export class QuoteStreamHub {
 
   private async fanOnce(version: number): Promise<void> {
     const started = performance.now();
-    const list = [...this.pairs.values()];
-    await Promise.all(
-      list.map(async (p) => {
-        let j: string | null;
-        try {
-          j = await this.deps.coinJson(p.coin, p.currency, p.baseUrl, p.plan);
-        } catch {
-          j = null;
-        }
-        if (j !== p.json) {
-          p.json = j;
-          p.changedVersion = version;
-        }
-      }),
-    );
+    // Only the pairs open streams follow: an idle pair is quoted again when it is followed again.
+    const list = [...this.active];
+    this.counters.pairQuotes += list.length;
+    await Promise.all(list.map((p) => this.quote(p, version)));
     const now = this.deps.clock.now();
     const id = this.eventId(version);
     const at = new Date(now).toISOString();

@@ -8,6 +8,7 @@ import { parseCryptoQuery, type RawQuery } from '../api/crypto-query.js';
 import { errorResponse, pickLanguage } from '../api/messages.js';
 import { isQuotesError, QuotesError } from '../errors.js';
 import type { CoinCatalog } from '../market/coin-catalog.js';
+import { requestOrigin, type Origin } from '../origin.js';
 import type { QuoteStreamHub } from './quote-stream-hub.js';
 
 export const STREAM_PATH = '/api/v2/crypto/stream';
@@ -17,7 +18,7 @@ export interface StreamRoutesDeps {
   accounts: AccountService;
   limiters: readonly RequestLimiter[];
   catalog: CoinCatalog;
-  publicBaseUrl: string | undefined;
+  publicBaseUrl: Origin | undefined;
 }
 
 /** The `data` of the error event that ends a stream: brapi's error body plus its HTTP status. */
@@ -41,7 +42,7 @@ function lastEventId(request: FastifyRequest): string | undefined {
  * the limiters (429 burst, 402 quota), validates `coin`/`currency` as `/api/v2/crypto` does,
  * then hands the raw response to the hub. Every later charge goes through the same limiters.
  */
-export async function openStream(request: FastifyRequest, reply: FastifyReply, account: Account, deps: Omit<StreamRoutesDeps, 'accounts'>, baseUrl: string): Promise<void> {
+export async function openStream(request: FastifyRequest, reply: FastifyReply, account: Account, deps: Omit<StreamRoutesDeps, 'accounts'>, baseUrl: Origin): Promise<void> {
   const lease = deps.hub.reserve(account.tokenId);
   try {
     const headers: string[] = [];
@@ -89,10 +90,11 @@ export async function openStream(request: FastifyRequest, reply: FastifyReply, a
 
 /** GET /api/v2/crypto/stream: live quotes as Server-Sent Events, authenticated like /api/v2/crypto. */
 export function registerStreamRoutes(app: FastifyInstance, deps: StreamRoutesDeps): void {
-  const baseUrl = (request: FastifyRequest): string => deps.publicBaseUrl ?? `${request.protocol}://${request.host}`;
   app.get(STREAM_PATH, async (request, reply) => {
+    // A Host that cannot be an origin is refused before anything is counted.
+    const origin = requestOrigin(deps.publicBaseUrl, request.protocol, request.host);
     const account = authorize(await deps.accounts.authenticate(requestToken(request)));
-    await openStream(request, reply, account, deps, baseUrl(request));
+    await openStream(request, reply, account, deps, origin);
   });
   const refuse = (): never => {
     throw new QuotesError('METHOD_NOT_ALLOWED', { allow: 'GET, OPTIONS' });

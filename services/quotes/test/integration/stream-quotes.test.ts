@@ -131,10 +131,14 @@ describe('GET /api/v2/crypto/stream (Server-Sent Events)', () => {
     await waitFor(() => c1.quoteEvents().length >= 1, { what: 'first event', ...BOUND });
     const seen = c1.quoteEvents().at(-1)!.id!;
     await closeAll();
-    const fanOuts = t.app.quotes.streams.stats().fanOuts;
+    const hub = t.app.quotes.streams;
+    const before = hub.stats();
+    assert.equal(before.activePairs, 0, 'nobody follows the pairs now');
+    assert.ok(before.pairs >= 3, 'they are kept for the resume window');
     factor.set('SOL', 1.05);
     await t.app.quotes.snapshots.refreshNow();
-    await waitFor(() => t.app.quotes.streams.stats().fanOuts > fanOuts, { what: 'pairs followed while nobody listens', ...BOUND });
+    await turn();
+    assert.equal(hub.stats().pairQuotes, before.pairQuotes, 'idle pairs cost nothing at a refresh');
 
     const c2 = await open(streamOf(t.tokens.pro!, 'BTC,ETH,SOL'), { 'Last-Event-ID': seen });
     await waitFor(() => c2.quoteEvents().length >= 1, { what: 'resumed event', ...BOUND });
