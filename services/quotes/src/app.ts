@@ -181,6 +181,8 @@ export async function buildApp(settings: Readonly<Settings>, deps: AppDeps): Pro
     feed: snapshots,
     // One coin's record for every origin: the streams put each client's origin in as they write.
     coinJson: async (coin, currency) => (await quotes.quoteJson({ coins: [coin], currency })).text.slice(1, -1),
+    // Revocations and plan changes end open streams within the token cache's change delay.
+    access: { version: () => accounts.tokensVersion(), livePlans: (ids) => accounts.livePlans(ids) },
     clock,
     log: log.child({ component: 'streams' }),
     epoch: deps.random(6).toString('base64url'),

@@ -19,6 +19,21 @@ export interface SnapshotFeed {
  */
 export type CoinJson = (coin: string, currency: string) => Promise<string>;
 
+/**
+ * Whether open streams may go on: asked when tokens may have changed, so a revocation or a plan
+ * change reaches every open stream of this process within that delay (see `version`).
+ */
+export interface StreamAccess {
+  /**
+   * Moves whenever a token may have been revoked or moved to another plan (this process's
+   * changes, or the store's change counter); undefined when that cannot be told, and then every
+   * open stream is checked at every tick.
+   */
+  version(): number | undefined;
+  /** The plan id of each live token among `tokenIds`; revoked and unknown tokens are absent. */
+  livePlans(tokenIds: readonly string[]): Promise<ReadonlyMap<string, string>>;
+}
+
 export interface StreamLimits {
   maxPerToken: number;
   maxTotal: number;
@@ -32,6 +47,7 @@ export interface StreamLimits {
 export interface QuoteStreamHubDeps {
   feed: SnapshotFeed;
   coinJson: CoinJson;
+  access: StreamAccess;
   clock: Clock;
   limits: StreamLimits;
   log: Logger;
@@ -73,6 +89,8 @@ export interface StreamStats {
   activePairs: number;
   /** Pair quotes made by fan-outs since start (a measure of the work per refresh). */
   pairQuotes: number;
+  /** Token checks of open streams (batched lookups) since start. */
+  accessChecks: number;
   coalesced: number;
   closed: Record<CloseReason, number>;
   /** Duration of the last fan-out, from the snapshot to the last stream written (ms). */
@@ -102,7 +120,8 @@ const OPEN_HEADERS: OutgoingHttpHeaders = {
  * event whose id names the snapshot (`<epoch>.<version>`), so a client that reconnects with
  * Last-Event-ID gets exactly the coins that changed since. A real-time tick writes heartbeats,
  * charges open streams one request per charge interval, enforces the stall and lifetime bounds,
- * and asks for the current snapshot, which refreshes an on-demand market while streams are open.
+ * ends the streams of revoked tokens and of tokens moved to another plan, and asks for the current
+ * snapshot, which refreshes an on-demand market while streams are open.
  *
  * What a client controls and what bounds it: pairs are keyed by what selects the data only (a coin
  * of the catalogue, a quote currency), never by a header, so there are at most coins x currencies
@@ -117,6 +136,7 @@ export class QuoteStreamHub {
   private readonly pairs = new Map<string, PairRecord>();
   /** The pairs with subscribers (the ones a fan-out quotes). */
   private readonly active = new Set<PairRecord>();
+  private checkingAccess = false;
   private timer: NodeJS.Timeout | undefined;
   private readonly unsubscribe: () => void;
   private latestVersion = 0;
@@ -128,8 +148,9 @@ export class QuoteStreamHub {
     pairs: 0,
     activePairs: 0,
     pairQuotes: 0,
+    accessChecks: 0,
     coalesced: 0,
-    closed: { client: 0, stalled: 0, lifetime: 0, 'charge-refused': 0, shutdown: 0 },
+    closed: { client: 0, stalled: 0, lifetime: 0, 'charge-refused': 0, revoked: 0, 'plan-changed': 0, shutdown: 0 },
     lastFanOutMs: 0,
     fanOuts: 0,
   };
@@ -208,6 +229,7 @@ export class QuoteStreamHub {
     const stream = new SseStream(
       res,
       lease.tokenKey,
+      o.plan.id,
       o.baseUrl,
       pairs,
       { bufferBytes: limits.bufferBytes, stallMs: limits.stallMs },
@@ -371,12 +393,52 @@ export class QuoteStreamHub {
       }
       if (now >= s.nextChargeAt && !s.charging) this.charge(s, now);
     }
+    this.checkAccess();
     const expiry = this.deps.resumeWindowMs ?? 600_000;
     for (const [key, p] of this.pairs) if (p.subscribers <= 0 && now - p.idleSince >= expiry) this.pairs.delete(key);
     if (this.streams.size === 0 && this.pairs.size === 0 && this.timer !== undefined) {
       clearInterval(this.timer);
       this.timer = undefined;
     }
+  }
+
+  /**
+   * Ends the streams whose token was revoked (or is gone) or moved to another plan since they
+   * were last confirmed: one batched lookup for the streams not confirmed at the current token
+   * version (new streams, and all of them after a change), one lookup at a time. The client's
+   * reconnection then goes through every opening check again (401 for a revoked token; the new
+   * plan's limits, coins and charges), so an open stream never outlives what a new request would
+   * be refused.
+   */
+  private checkAccess(): void {
+    if (this.checkingAccess || this.streams.size === 0) return;
+    const version = this.deps.access.version();
+    const due: SseStream[] = [];
+    for (const s of this.streams) if (version === undefined || s.accessVersion !== version) due.push(s);
+    if (due.length === 0) return;
+    this.checkingAccess = true;
+    this.counters.accessChecks++;
+    for (const s of due) s.accessVersion = version ?? NaN;
+    this.deps.access
+      .livePlans([...new Set(due.map((s) => s.tokenKey))])
+      .then(
+        (plans) => {
+          for (const s of due) {
+            if (s.closed) continue;
+            const planId = plans.get(s.tokenKey);
+            if (planId === undefined) s.close('revoked', ': the token was revoked; reconnecting is refused (401)\n\n');
+            else if (planId !== s.planId) s.close('plan-changed', `: the token moved to plan ${planId}; reconnect to continue under it\n\n`);
+          }
+        },
+        (err: unknown) => {
+          // Not confirmed: asked again at the next tick.
+          for (const s of due) s.accessVersion = NaN;
+          this.deps.log.warn({ err }, 'checking the tokens of open streams failed; will retry');
+        },
+      )
+      .finally(() => {
+        this.checkingAccess = false;
+      });
   }
 
   private charge(s: SseStream, now: number): void {

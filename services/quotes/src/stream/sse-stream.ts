@@ -29,7 +29,7 @@ export interface SseBounds {
   stallMs: number;
 }
 
-export type CloseReason = 'client' | 'stalled' | 'lifetime' | 'charge-refused' | 'shutdown';
+export type CloseReason = 'client' | 'stalled' | 'lifetime' | 'charge-refused' | 'revoked' | 'plan-changed' | 'shutdown';
 
 /** An SSE comment or event as text; `data` must be one line (JSON text is). */
 export function sseEvent(event: string, data: string, id?: string): string {
@@ -59,10 +59,14 @@ export class SseStream {
   nextChargeAt: number;
   readonly closeAt: number;
   charging = false;
+  /** The token-change version at which this stream's token and plan were last confirmed (NaN: not yet). */
+  accessVersion = NaN;
 
   constructor(
     readonly res: ServerResponse,
     readonly tokenKey: string,
+    /** The plan the stream was opened under; a token on another plan now must reconnect. */
+    readonly planId: string,
     /** The origin of this client's icon URLs, put into the shared records as they are written. */
     readonly origin: Origin,
     readonly pairs: readonly QuotePair[],

@@ -6,7 +6,7 @@ import { runInNewContext } from 'node:vm';
 import { waitFor } from '@rls/testkit';
 import type { MarketSource } from '../../src/market/types.js';
 import { makeTestApp, plansWith, type CryptoJson, type TestApp } from '../support/helpers.js';
-import { portOf, SseClient } from './stream-support.js';
+import { portOf, SseClient } from '../support/sse-client.js';
 
 /** The simulated market with per-coin price factors the tests turn (a change only where they say). */
 function adjustable(factor: Map<string, number>, everything: { by: number }) {
@@ -195,6 +195,66 @@ describe('GET /api/v2/crypto/stream (Server-Sent Events)', () => {
     const res = await fetch(`http://127.0.0.1:${port}${streamOf(t.tokens.startup!, 'BTC')}`);
     assert.equal(res.status, 402);
     await closeAll();
+  });
+});
+
+describe('revocations and plan changes reach open streams (issue 23, finding 10)', () => {
+  test('a revoked token\'s streams end within a tick and are no longer charged; a plan change ends them and the reconnection is checked under the new plan', async () => {
+    const t = await makeTestApp({ settings: { QUOTES_STREAM_MAX_PER_TOKEN: '3' } });
+    const clients: SseClient[] = [];
+    try {
+      await t.app.listen({ host: '127.0.0.1', port: 0 });
+      const port = portOf(t.app.server.address());
+      const hub = t.app.quotes.streams;
+      const accounts = t.app.quotes.accounts;
+      const usage = async (id: string): Promise<number> => {
+        await t.app.quotes.flushUsage();
+        return (await accounts.usage()).find((r) => r.tokenId === id)?.count ?? 0;
+      };
+      const open = async (token: string, coins: string): Promise<SseClient> => {
+        const c = await SseClient.open(port, `/api/v2/crypto/stream?coin=${coins}&token=${token}`);
+        clients.push(c);
+        assert.equal(c.status, 200, c.body);
+        await waitFor(() => c.quoteEvents().length >= 1, { what: 'first event', ...BOUND });
+        return c;
+      };
+
+      // Revocation: both streams of the token end; the other token's stream goes on.
+      const victim = await accounts.createToken('to-revoke', 'pro');
+      const [a, b] = [await open(victim.token, 'BTC'), await open(victim.token, 'ETH,SOL')];
+      const bystander = await open(t.tokens.pro!, 'BTC');
+      await waitFor(() => hub.stats().accessChecks >= 1, { what: 'the new streams confirmed', ...BOUND });
+      const charged = await usage(victim.record.id);
+      await accounts.revoke(victim.record.id);
+      const revokedAt = performance.now();
+      await waitFor(() => a.ended && b.ended, { what: 'the revoked token\'s streams ended', ...BOUND });
+      const took = performance.now() - revokedAt;
+      assert.ok(took < 2500, `ended ${took.toFixed(0)} ms after the revocation (a tick is 1 s)`);
+      assert.equal(hub.stats().closed.revoked, 2);
+      assert.ok(a.comments.some((x) => x.includes('revoked')), 'the stream says why it ended');
+      assert.equal(bystander.ended, false, 'another token\'s stream is untouched');
+      t.clock.advance(5 * 60_000);
+      await waitFor(() => hub.stats().open === 1, { what: 'only the bystander open', ...BOUND });
+      assert.equal(await usage(victim.record.id), charged, 'a revoked token is charged nothing more');
+      const again = await fetch(`http://127.0.0.1:${port}/api/v2/crypto/stream?coin=BTC&token=${victim.token}`);
+      assert.equal(again.status, 401, 'its reconnection is refused');
+
+      // Plan change: a pro token streaming 12 coins moves to startup (10 coins a request).
+      const mover = await accounts.createToken('to-downgrade', 'pro');
+      const coins = ((await t.app.inject({ url: '/api/v2/crypto/available', headers: { authorization: `Bearer ${t.tokens.pro}` } })).json<{ coins: string[] }>()).coins.slice(0, 12).join(',');
+      const wide = await open(mover.token, coins);
+      await waitFor(() => hub.stats().accessChecks >= 3, { what: 'the new stream confirmed', ...BOUND });
+      await accounts.setPlan(mover.record.id, 'startup');
+      await waitFor(() => wide.ended, { what: 'the stream ended by the plan change', ...BOUND });
+      assert.equal(hub.stats().closed['plan-changed'], 1);
+      const narrowed = await fetch(`http://127.0.0.1:${port}/api/v2/crypto/stream?coin=${coins}&token=${mover.token}`);
+      assert.equal(narrowed.status, 400, 'the new plan\'s coin limit applies to the reconnection');
+      assert.deepEqual(await narrowed.json(), { error: true, message: 'Your plan allows up to 10 coins per request' });
+      assert.equal(bystander.ended, false);
+    } finally {
+      for (const c of clients) c.close();
+      await t.close();
+    }
   });
 });
 
