@@ -3,6 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { cacheableAnswer, sendAnswer } from '../api/answers.js';
 import { tokenOf, type Authenticate } from '../api/authenticator.js';
+import { CG_KEY_HEADERS, CG_KEY_PARAMS } from '../api/credentials.js';
 import { queryValue, type RawQuery } from '../api/crypto-query.js';
 import '../api/request-context.js';
 import type { Clock } from '../clock.js';
@@ -49,11 +50,11 @@ const PER_PAGE_MAX = 250;
  * (`Authorization: Bearer`, `?token=`). Either key kind names the same token.
  */
 export function coingeckoToken(headers: IncomingHttpHeaders, query: RawQuery): string | undefined {
-  for (const h of ['x-cg-pro-api-key', 'x-cg-demo-api-key'] as const) {
+  for (const h of CG_KEY_HEADERS) {
     const v = headers[h];
     if (typeof v === 'string' && v.trim() !== '') return v.trim();
   }
-  for (const q of ['x_cg_pro_api_key', 'x_cg_demo_api_key']) {
+  for (const q of CG_KEY_PARAMS) {
     const v = queryValue(query, q)?.trim();
     if (v !== undefined && v !== '') return v;
   }
