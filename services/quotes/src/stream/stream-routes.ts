@@ -5,7 +5,7 @@ import type { RequestLimiter } from '../accounts/request-limiter.js';
 import { admitAll } from '../api/admission.js';
 import { authorize, requestToken } from '../api/authenticator.js';
 import { parseCryptoQuery, type RawQuery } from '../api/crypto-query.js';
-import { errorResponse, pickLanguage } from '../api/messages.js';
+import { errorResponse, pickLanguage, type Language } from '../api/messages.js';
 import { isQuotesError, QuotesError } from '../errors.js';
 import type { CoinCatalog } from '../market/coin-catalog.js';
 import { requestOrigin, type Origin } from '../origin.js';
@@ -22,9 +22,9 @@ export interface StreamRoutesDeps {
 }
 
 /** The `data` of the error event that ends a stream: brapi's error body plus its HTTP status. */
-export function streamErrorData(err: unknown, acceptLanguage: string | undefined): string {
+export function streamErrorData(err: unknown, lang: Language): string {
   const failure = isQuotesError(err) ? err : new QuotesError('INTERNAL');
-  const res = errorResponse(failure.code, failure.details, pickLanguage(acceptLanguage));
+  const res = errorResponse(failure.code, failure.details, lang);
   return JSON.stringify({ ...res.body, status: res.status });
 }
 
@@ -52,7 +52,8 @@ export async function openStream(request: FastifyRequest, reply: FastifyReply, a
       for (let i = 0; i < headers.length; i += 2) reply.header(headers[i]!, headers[i + 1]);
     }
     const q = parseCryptoQuery(request.query as RawQuery, account.plan, deps.catalog);
-    const lang = request.headers['accept-language'];
+    // The language, not the header: an open stream keeps no more of its request than it needs.
+    const lang = pickLanguage(request.headers['accept-language']);
     // From here the response is written by the hub, not by fastify.
     const raw: OutgoingHttpHeaders = {};
     for (const [k, v] of Object.entries(reply.getHeaders())) if (v !== undefined) raw[k] = v;
