@@ -77,6 +77,7 @@ export interface RenderedJson {
 export class OriginJson {
   private readonly pieces: readonly string[];
   private last: RenderedJson | undefined;
+  private lastText: { origin: Origin; json: string } | undefined;
 
   /** `text`: JSON written from values built with ORIGIN_MARK as the origin. */
   constructor(readonly text: string) {
@@ -88,9 +89,14 @@ export class OriginJson {
     return this.pieces.length - 1;
   }
 
-  /** The text for `origin` (not kept: for one-off writes such as a stream's event). */
+  /** The text for `origin`; the last one is kept (the streams of one origin share it). */
   textFor(origin: Origin): string {
-    return this.pieces.length === 1 ? this.text : this.pieces.join(origin);
+    if (this.pieces.length === 1) return this.text;
+    const last = this.lastText;
+    if (last?.origin === origin) return last.json;
+    const json = this.pieces.join(origin);
+    this.lastText = { origin, json };
+    return json;
   }
 
   /** The text for `origin`, and its UTF-8 length; kept for the next call with the same origin. */
@@ -104,10 +110,12 @@ export class OriginJson {
   }
 
   /**
-   * Characters held at most (the text, and one origin's text of it, with the longest origin):
-   * what a cache bounded in bytes counts (JSON of ours is ASCII, a character a byte).
+   * Characters held at most (the text, and the two origins' texts kept by textFor and render,
+   * with the longest origin):
+   * what a cache bounded in bytes counts (V8 keeps text without characters beyond Latin-1, such
+   * as ours but for a rare coin name, at a byte a character).
    */
   get maxChars(): number {
-    return this.text.length * 2 + this.origins * (MAX_HOST_CHARS + 8);
+    return this.text.length * 3 + 2 * this.origins * (MAX_HOST_CHARS + 8);
   }
 }

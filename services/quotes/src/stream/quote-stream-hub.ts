@@ -95,6 +95,8 @@ export interface StreamStats {
   closed: Record<CloseReason, number>;
   /** Duration of the last fan-out, from the snapshot to the last stream written (ms). */
   lastFanOutMs: number;
+  /** Event-loop turns the last fan-out was spread over (PAIRS_PER_TURN, STREAMS_PER_TURN). */
+  lastFanOutTurns: number;
   fanOuts: number;
 }
 
@@ -105,6 +107,16 @@ interface PairRecord extends QuotePair {
   /** Resolves once `json` is current for the version it was followed at. */
   ready: Promise<void>;
 }
+
+/**
+ * Pairs quoted, and streams written, per event-loop turn of a fan-out: a refresh's work grows with
+ * the pairs followed (at most coins x currencies) and the streams open (QUOTES_STREAM_MAX_TOTAL),
+ * so it is cut into slices with I/O in between, and a request arriving meanwhile waits for one
+ * slice (a few milliseconds), not for the whole fan-out.
+ */
+const PAIRS_PER_TURN = 100;
+const STREAMS_PER_TURN = 100;
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 const OPEN_HEADERS: OutgoingHttpHeaders = {
   'content-type': 'text/event-stream; charset=utf-8',
@@ -152,6 +164,7 @@ export class QuoteStreamHub {
     coalesced: 0,
     closed: { client: 0, stalled: 0, lifetime: 0, 'charge-refused': 0, revoked: 0, 'plan-changed': 0, shutdown: 0 },
     lastFanOutMs: 0,
+    lastFanOutTurns: 0,
     fanOuts: 0,
   };
 
@@ -361,12 +374,27 @@ export class QuoteStreamHub {
     // Only the pairs open streams follow: an idle pair is quoted again when it is followed again.
     const list = [...this.active];
     this.counters.pairQuotes += list.length;
-    await Promise.all(list.map((p) => this.quote(p, version)));
+    let turns = 1;
+    for (let i = 0; i < list.length; i += PAIRS_PER_TURN) {
+      if (i > 0) {
+        await nextTurn();
+        turns++;
+      }
+      await Promise.all(list.slice(i, i + PAIRS_PER_TURN).map((p) => this.quote(p, version)));
+    }
     const now = this.deps.clock.now();
     const id = this.eventId(version);
     const at = new Date(now).toISOString();
-    for (const s of this.streams) s.update(id, at, now);
+    const streams = [...this.streams];
+    for (let i = 0; i < streams.length; i += STREAMS_PER_TURN) {
+      if (i > 0) {
+        await nextTurn();
+        turns++;
+      }
+      for (let j = i; j < Math.min(streams.length, i + STREAMS_PER_TURN); j++) streams[j]!.update(id, at, now);
+    }
     this.counters.lastFanOutMs = performance.now() - started;
+    this.counters.lastFanOutTurns = turns;
     this.counters.fanOuts++;
   }
 

@@ -5,6 +5,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { waitFor } from '@rls/testkit';
 import type { MarketSource } from '../../src/market/types.js';
+import { QUOTE_CURRENCIES } from '../../src/market/currencies.js';
 import { makeTestApp, plansWith, type CryptoJson, type TestApp } from '../support/helpers.js';
 import { portOf, SseClient } from '../support/sse-client.js';
 
@@ -295,6 +296,44 @@ describe('stream bounds', () => {
         c.close();
       }
     } finally {
+      await t.close();
+    }
+  });
+
+  test('every coin in every currency followed: the refresh quotes each pair once, spread over event-loop turns', async () => {
+    const t = await makeTestApp({ settings: { QUOTES_STREAM_MAX_PER_TOKEN: '1000', QUOTES_STREAM_MAX_TOTAL: '1000' } });
+    const clients: SseClient[] = [];
+    try {
+      await t.app.listen({ host: '127.0.0.1', port: 0 });
+      const port = portOf(t.app.server.address());
+      const coins = ((await t.app.inject({ url: '/api/v2/crypto/available', headers: { authorization: `Bearer ${t.tokens.pro}` } })).json<{ coins: string[] }>()).coins.filter((c) => c !== 'USDT');
+      const hub = t.app.quotes.streams;
+      for (const currency of QUOTE_CURRENCIES) {
+        for (let i = 0; i < coins.length; i += 20) {
+          const c = await SseClient.open(port, `/api/v2/crypto/stream?coin=${coins.slice(i, i + 20).join(',')}&currency=${currency}&token=${t.tokens.pro}`);
+          clients.push(c);
+          assert.equal(c.status, 200, `${currency}: ${c.body}`);
+        }
+      }
+      const pairs = hub.stats().activePairs;
+      assert.equal(pairs, coins.length * QUOTE_CURRENCIES.length, 'one pair per coin and currency, shared by the streams');
+      const before = hub.stats();
+      // Runs right after the hub's own listener started the fan-out: a request arriving then.
+      let ranDuringFanOut: boolean | undefined;
+      const off = t.app.quotes.snapshots.onSnapshot(() => setImmediate(() => (ranDuringFanOut = hub.stats().fanOuts === before.fanOuts)));
+      try {
+        await t.app.quotes.snapshots.refreshNow();
+        await waitFor(() => hub.stats().fanOuts > before.fanOuts, { what: 'the fan-out', ...BOUND });
+      } finally {
+        off();
+      }
+      const after = hub.stats();
+      assert.equal(after.pairQuotes - before.pairQuotes, pairs, 'each followed pair quoted once');
+      assert.equal(ranDuringFanOut, true, 'other work got a turn before the fan-out ended');
+      assert.ok(after.lastFanOutTurns >= Math.ceil(pairs / 100), `${after.lastFanOutTurns} turns for ${pairs} pairs and ${clients.length} streams`);
+      console.log(`# fan-out of ${pairs} pairs to ${clients.length} streams: ${after.lastFanOutMs.toFixed(0)} ms over ${after.lastFanOutTurns} turns`);
+    } finally {
+      for (const c of clients) c.close();
       await t.close();
     }
   });
