@@ -21,8 +21,12 @@ const HOST = /^(?:\[[0-9A-Fa-f:.]{2,45}\]|[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Z
 // (RFC 3986) and percent escapes; no quote, backslash, space or control character.
 const PATH = /^(?:\/[A-Za-z0-9._~!$&'()*+,;=:@%-]*)*$/;
 
+/** The last origin made: a client polling sends the same Host every time (the cached-quote path asks per request). */
+let last: { scheme: string; host: string; origin: Origin } | undefined;
+
 /** `<scheme>://<host>` when both are acceptable (http or https; `host` as the grammar above), else undefined. */
 export function originOf(scheme: string, host: string | undefined): Origin | undefined {
+  if (last !== undefined && host === last.host && scheme === last.scheme) return last.origin;
   if (scheme !== 'http' && scheme !== 'https') return undefined;
   if (host === undefined || host.length === 0 || host.length > MAX_HOST_CHARS) return undefined;
   const m = HOST.exec(host);
@@ -30,7 +34,9 @@ export function originOf(scheme: string, host: string | undefined): Origin | und
   const port = m[1];
   if (port !== undefined && Number(port) > 65_535) return undefined;
   if (host.length - (port === undefined ? 0 : port.length + 1) > 253) return undefined;
-  return `${scheme}://${host}` as Origin;
+  const origin = `${scheme}://${host}` as Origin;
+  last = { scheme, host, origin };
+  return origin;
 }
 
 /** PUBLIC_BASE_URL: `http(s)://host[:port][/path]` (trailing slashes dropped), or a thrown Error saying what is wrong. */

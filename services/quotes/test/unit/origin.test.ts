@@ -22,6 +22,11 @@ describe('originOf: scheme and Host as an origin', () => {
       assert.equal(originOf('http', host), undefined, JSON.stringify(host));
     }
     assert.equal(originOf('javascript', 'x.example'), undefined);
+    assert.equal(originOf('', ''), undefined);
+    // The last origin made is remembered; a refusal in between changes nothing.
+    assert.equal(originOf('http', 'again.example'), 'http://again.example');
+    assert.equal(originOf('https', 'again.example'), 'https://again.example');
+    assert.equal(originOf('http', 'again.example'), 'http://again.example');
     assert.equal(originOf('ftp', 'x.example'), undefined);
   });
 
