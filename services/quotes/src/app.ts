@@ -49,6 +49,7 @@ import type { FxSource, MarketSource } from './market/types.js';
 import { packageRoot } from './package-root.js';
 import { QuoteService } from './service/quote-service.js';
 import type { Settings } from './settings.js';
+import { originOf } from './origin.js';
 import type { Store } from './store/types.js';
 
 /** Collaborators of the app: picked from the settings by compose.ts, or by a test. */
@@ -151,7 +152,7 @@ export async function buildApp(settings: Readonly<Settings>, deps: AppDeps): Pro
   if (live && settings.historyBackfill) {
     backfill = new Backfiller({ source: market, candles: store.candles, states: store.backfill, history, clock, log: log.child({ component: 'backfill' }), windows: settings.backfillWindows });
   }
-  const quotes = new QuoteService({ snapshots, history, fxHistory, catalog, clock, staleMs, refreshMs, historyMaxPoints: settings.historyMaxPoints, historyAnswerCacheBytes: settings.historyAnswerCacheBytes, historySlots: new HistorySlots(settings.historyConcurrency, settings.historyQueue) });
+  const quotes = new QuoteService({ snapshots, history, fxHistory, catalog, clock, staleMs, refreshMs, cacheBytes: settings.quoteCacheBytes, historyMaxPoints: settings.historyMaxPoints, historyAnswerCacheBytes: settings.historyAnswerCacheBytes, historySlots: new HistorySlots(settings.historyConcurrency, settings.historyQueue) });
   const pricedHistory = new PricedHistory({ history, fxHistory, clock, maxPoints: settings.historyMaxPoints });
   const marketData = new MarketData({ snapshots, history, fxHistory, catalog, clock, staleMs, maxPoints: settings.historyMaxPoints });
 
@@ -178,7 +179,10 @@ export async function buildApp(settings: Readonly<Settings>, deps: AppDeps): Pro
   // Live-price streams: fed by every new snapshot, bounded by the QUOTES_STREAM_* settings.
   const streams = new QuoteStreamHub({
     feed: snapshots,
-    coinJson: async (coin, currency, baseUrl, plan) => (await quotes.quote({ coins: [coin], currency, history: undefined, plan, baseUrl })).coinsJson.slice(1, -1),
+    // One coin's record for every origin: the streams put each client's origin in as they write.
+    coinJson: async (coin, currency) => (await quotes.quoteJson({ coins: [coin], currency })).text.slice(1, -1),
+    // Revocations and plan changes end open streams within the token cache's change delay.
+    access: { version: () => accounts.tokensVersion(), livePlans: (ids) => accounts.livePlans(ids) },
     clock,
     log: log.child({ component: 'streams' }),
     epoch: deps.random(6).toString('base64url'),
@@ -272,7 +276,7 @@ export async function buildApp(settings: Readonly<Settings>, deps: AppDeps): Pro
       commonHeaders,
       log,
       // As the route computes it; behind a trusted proxy only fastify reads X-Forwarded-*.
-      baseUrl: (req) => settings.publicBaseUrl ?? (settings.trustProxy ? undefined : `${(req.socket as TLSSocket).encrypted === true ? 'https' : 'http'}://${req.headers.host ?? ''}`),
+      baseUrl: (req) => settings.publicBaseUrl ?? (settings.trustProxy ? undefined : originOf((req.socket as TLSSocket).encrypted === true ? 'https' : 'http', req.headers.host)),
       compressMinBytes: settings.compression ? settings.compressionMinBytes : undefined,
       access: log.isLevelEnabled('info')
         ? { log: new AccessLog(app.log), requestId: requestIds, clientIp: (req) => (settings.trustProxy ? undefined : req.socket.remoteAddress) }

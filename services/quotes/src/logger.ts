@@ -1,9 +1,5 @@
 import pino, { type DestinationStream, type Logger } from 'pino';
-
-/** Replaces the value of any `token` query parameter so URLs can be logged. */
-export function redactUrl(url: string): string {
-  return url.replace(/([?&]token=)[^&#]*/gi, '$1[REDACTED]');
-}
+import { CG_KEY_HEADERS, maskCredentials } from './api/credentials.js';
 
 interface LoggedRequest {
   method?: string;
@@ -27,17 +23,37 @@ export function defaultLogDestination(dest: number | string = 1): DestinationStr
 }
 
 /**
- * The one root logger. Tokens never reach the output: the `token` query parameter is masked in
- * request URLs and the Authorization header (and any password in DATABASE_URL-like fields) is
- * redacted, as are cookies (dashboard sessions), passwords and request bodies.
+ * The one root logger. Tokens never reach the output: every query parameter a token is read from
+ * (`token`, CoinGecko's key parameters, in any spelling the query parser decodes to them) is
+ * masked in request URLs (maskCredentials); requests are logged without headers, and the
+ * Authorization and CoinGecko key headers, cookies (dashboard sessions), passwords, request
+ * bodies and any DATABASE_URL are redacted wherever else they appear.
  */
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   return pino(
     {
       level,
-      redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization', 'token', '*.token', 'databaseUrl', 'req.headers.cookie', 'headers.cookie', 'cookie', 'password', '*.password', 'body', '*.body'], censor: '[REDACTED]' },
+      redact: {
+        paths: [
+          'req.headers.authorization',
+          'headers.authorization',
+          'authorization',
+          ...CG_KEY_HEADERS.flatMap((h) => [`req.headers["${h}"]`, `headers["${h}"]`]),
+          'token',
+          '*.token',
+          'databaseUrl',
+          'req.headers.cookie',
+          'headers.cookie',
+          'cookie',
+          'password',
+          '*.password',
+          'body',
+          '*.body',
+        ],
+        censor: '[REDACTED]',
+      },
       serializers: {
-        req: (req: LoggedRequest) => ({ method: req.method, url: redactUrl(req.url ?? ''), remoteAddress: req.ip }),
+        req: (req: LoggedRequest) => ({ method: req.method, url: maskCredentials(req.url ?? ''), remoteAddress: req.ip }),
         err: pino.stdSerializers.err,
       },
     },

@@ -24,6 +24,7 @@ import { HISTORY_SETTING_DEFS } from './history/history-settings.js';
 import { COINGECKO_SETTING_DEFS } from './coingecko/coingecko-settings.js';
 import { STREAM_SETTING_DEFS } from './stream/stream-settings.js';
 import { isSupportedDatabaseUrl, parseDatabaseUrl } from './store/database-url.js';
+import { parsePublicOrigin } from './origin.js';
 
 export { SettingsError } from '@rls/settings';
 
@@ -191,11 +192,17 @@ export const SETTING_DEFS = {
     name: 'PUBLIC_BASE_URL',
     default: undefined,
     unit: 'URL',
-    meaning: 'Origin used in absolute URLs such as coinImageUrl (e.g. `https://quotes.example.com`); unset: taken from each request.',
-    parse: optional((raw) => {
-      if (!/^https?:\/\/[^\s/]+(\/[^\s]*)?$/.test(raw)) throw new Error('must be an http(s) URL');
-      return raw.replace(/\/+$/, '');
-    }),
+    meaning:
+      'Origin used in absolute URLs such as coinImageUrl (e.g. `https://quotes.example.com`); unset: taken from each request\'s scheme and Host, which must then be a host name or IP address with an optional port (at most 259 characters; otherwise 400).',
+    parse: optional(parsePublicOrigin),
+  }),
+  quoteCacheBytes: def({
+    name: 'QUOTES_QUOTE_CACHE_BYTES',
+    default: '16777216',
+    unit: 'bytes',
+    meaning:
+      'Memory for built /api/v2/crypto answers without history, kept per market snapshot, currency and coin list whatever the Host (oldest dropped first; 65536–4294967296).',
+    parse: int(65_536, 4 * 1024 ** 3),
   }),
   refreshSeconds: def({ name: 'QUOTES_REFRESH_SECONDS', default: '15', unit: 'seconds', meaning: 'Time between market refreshes; also the Cache-Control max-age of quotes (1–3600).', parse: int(1, 3600) }),
   staleSeconds: def({ name: 'QUOTES_STALE_SECONDS', default: '300', unit: 'seconds', meaning: 'A ticker or rate older than this is answered with 503 (1–86400).', parse: int(1, 86_400) }),

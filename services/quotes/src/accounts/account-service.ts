@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.js';
-import type { TokenRecord, TokenRepository, UsageRepository } from '../store/types.js';
+import { TOKEN_BATCH, type TokenRecord, type TokenRepository, type UsageRepository } from '../store/types.js';
 import type { Plan, PlanCatalog } from './plans.js';
 import { displayPrefix, generateToken, hashToken, newTokenId, sameHash, type RandomBytes } from './tokens.js';
 import { monthKey } from './usage-month.js';
@@ -52,6 +52,8 @@ export class AccountService {
   private readonly hashes = new Map<string, string>();
   private cacheVersion: number | undefined;
   private checkedAt = -Infinity;
+  /** Moves with every change to the tokens this service makes or sees (see tokensVersion). */
+  private generation = 0;
   constructor(private readonly deps: AccountServiceDeps) {}
 
   async createToken(name: string, planId: string): Promise<{ record: TokenRecord; token: string }> {
@@ -85,6 +87,7 @@ export class AccountService {
       if (version !== this.cacheVersion) {
         this.cache.clear();
         this.cacheVersion = version;
+        this.generation++;
       }
     }
     return true;
@@ -128,6 +131,28 @@ export class AccountService {
     return account;
   }
 
+  /**
+   * A number that moves whenever a token may have been revoked or moved to another plan: by this
+   * service, or (seen through the store's change version, asked at most once a millisecond) by
+   * another process or replica, within the same delay as the token cache. Undefined when the
+   * store cannot tell (then callers must ask `livePlans` every time).
+   */
+  tokensVersion(): number | undefined {
+    if (!this.cacheUsable()) return undefined;
+    return this.generation;
+  }
+
+  /** The plan id of each live (not revoked) token among `ids`, from the store; unknown and revoked tokens are absent. */
+  async livePlans(ids: readonly string[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    for (let i = 0; i < ids.length; i += TOKEN_BATCH) {
+      for (const r of await this.deps.tokens.findByIds(ids.slice(i, i + TOKEN_BATCH))) {
+        if (r.revokedAt === null && this.deps.plans.has(r.planId)) out.set(r.id, r.planId);
+      }
+    }
+    return out;
+  }
+
   async findToken(id: string): Promise<TokenRecord | undefined> {
     return await this.deps.tokens.findById(id);
   }
@@ -142,6 +167,7 @@ export class AccountService {
     this.cache.clear();
     const ok = await this.deps.tokens.setPlan(id, planId);
     this.cache.clear();
+    this.generation++;
     return ok;
   }
 
@@ -149,6 +175,7 @@ export class AccountService {
     this.cache.clear();
     const ok = await this.deps.tokens.revoke(id, this.deps.clock.now());
     this.cache.clear();
+    this.generation++;
     return ok;
   }
 

@@ -4,19 +4,23 @@ import type { Account, AccountService } from '../accounts/account-service.js';
 import type { RequestLimiter } from '../accounts/request-limiter.js';
 import { QuotesError } from '../errors.js';
 import { admitAll } from './admission.js';
+import { TOKEN_PARAM } from './credentials.js';
 import { queryValue, type RawQuery } from './crypto-query.js';
 import './request-context.js';
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
-/** The token of a request: `Authorization: Bearer` first, then the `token` query parameter. */
+/**
+ * The token of a request: `Authorization: Bearer` first, then the `token` query parameter (as
+ * the query parser decodes names; the access log masks by the same names, api/credentials.ts).
+ */
 export function tokenOf(headers: IncomingHttpHeaders, query: RawQuery): string | undefined {
   const h = headers.authorization;
   if (typeof h === 'string') {
     const m = BEARER.exec(h);
     if (m?.[1] !== undefined) return m[1];
   }
-  const q = queryValue(query, 'token');
+  const q = queryValue(query, TOKEN_PARAM);
   return q === undefined || q === '' ? undefined : q;
 }
 

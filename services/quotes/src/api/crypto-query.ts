@@ -4,6 +4,7 @@ import { resolveHistoryParams, type HistoryParams } from '../history/range-rules
 import type { CoinCatalog } from '../market/coin-catalog.js';
 import { CURRENCIES, DEFAULT_CURRENCY, isQuoteCurrency } from '../market/currencies.js';
 import type { CryptoRequest } from '../service/quote-service.js';
+import type { Origin } from '../origin.js';
 
 export type RawQuery = Record<string, string | string[] | undefined>;
 
@@ -52,7 +53,7 @@ export function parseCryptoQuery(q: RawQuery, plan: Plan, catalog: CoinCatalog):
 }
 
 /** The quote service's request for `/api/v2/crypto` parameters, validated for the plan (see parseCryptoQuery). */
-export function cryptoRequest(q: RawQuery, plan: Plan, catalog: CoinCatalog, baseUrl: string): CryptoRequest {
+export function cryptoRequest(q: RawQuery, plan: Plan, catalog: CoinCatalog, baseUrl: Origin): CryptoRequest {
   const parsed = parseCryptoQuery(q, plan, catalog);
   // Built field by field: on the cached path an object spread cost more than the rest of the check.
   return { coins: parsed.coins, currency: parsed.currency, history: parsed.history, plan, baseUrl };

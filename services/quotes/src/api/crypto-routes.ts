@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Authenticate } from './authenticator.js';
 import type { Clock } from '../clock.js';
 import { QuotesError } from '../errors.js';
@@ -9,13 +9,14 @@ import type { CryptoResult, QuoteService, StreamedCryptoResult } from '../servic
 import { cacheableAnswer, quoteAnswer, sendAnswer } from './answers.js';
 import { cryptoRequest, queryValue, type RawQuery } from './crypto-query.js';
 import './request-context.js';
+import { requestOrigin, type Origin } from '../origin.js';
 
 export interface CryptoRoutesDeps {
   quotes: QuoteService;
   catalog: CoinCatalog;
   clock: Clock;
   auth: Authenticate;
-  publicBaseUrl: string | undefined;
+  publicBaseUrl: Origin | undefined;
 }
 
 const ALLOW = 'GET, HEAD, OPTIONS';
@@ -57,13 +58,13 @@ const STREAM_HIGH_WATER = 64 * 1024;
 
 /** GET /api/v2/crypto and /api/v2/crypto/available, brapi-compatible. */
 export function registerCryptoRoutes(app: FastifyInstance, deps: CryptoRoutesDeps): void {
-  const baseUrl = (request: FastifyRequest): string => deps.publicBaseUrl ?? `${request.protocol}://${request.host}`;
-
   app.get('/api/v2/crypto', async (request, reply) => {
+    // A Host that cannot be an origin is refused before the request is counted.
+    const origin = requestOrigin(deps.publicBaseUrl, request.protocol, request.host);
     await deps.auth(request, reply);
     const account = request.account;
     if (account === null) throw new QuotesError('TOKEN_INVALID');
-    const req = cryptoRequest(request.query as RawQuery, account.plan, deps.catalog, baseUrl(request));
+    const req = cryptoRequest(request.query as RawQuery, account.plan, deps.catalog, origin);
     let result: CryptoResult;
     if (req.history !== undefined) {
       const streamed = await deps.quotes.historyQuote(req);

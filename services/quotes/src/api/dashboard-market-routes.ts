@@ -15,6 +15,7 @@ import { admitAll } from './admission.js';
 import { readCookies } from './cookies.js';
 import { cryptoRequest, queryValue, type RawQuery } from './crypto-query.js';
 import { SESSION_COOKIE } from './dashboard-routes.js';
+import { requestOrigin, type Origin } from '../origin.js';
 
 export interface DashboardMarketDeps {
   users: UserService;
@@ -25,7 +26,7 @@ export interface DashboardMarketDeps {
   quotes: QuoteService;
   catalog: CoinCatalog;
   hub: QuoteStreamHub;
-  publicBaseUrl: string | undefined;
+  publicBaseUrl: Origin | undefined;
 }
 
 /** Most coins the market page receives in one call (the whole board of a typical deployment). */
@@ -42,7 +43,7 @@ const BOARD_MAX = 250;
  *                                                      QUOTES_STREAM_CHARGE_INTERVAL while open
  */
 export function registerDashboardMarketRoutes(app: FastifyInstance, deps: DashboardMarketDeps): void {
-  const baseUrl = (request: FastifyRequest): string => deps.publicBaseUrl ?? `${request.protocol}://${request.host}`;
+  const baseUrl = (request: FastifyRequest): Origin => requestOrigin(deps.publicBaseUrl, request.protocol, request.host);
 
   /** The session's user as an API account: their live token and its plan. */
   async function sessionAccount(request: FastifyRequest): Promise<Account> {
@@ -84,6 +85,7 @@ export function registerDashboardMarketRoutes(app: FastifyInstance, deps: Dashbo
 
     scope.get('/dashboard/api/market', async (request, reply) => {
       const currency = currencyOf(request.query as RawQuery);
+      const origin = baseUrl(request);
       await admitted(request, reply);
       const board = await deps.marketData.board();
       const coins = await marketsView(deps.marketData, board, {
@@ -94,24 +96,26 @@ export function registerDashboardMarketRoutes(app: FastifyInstance, deps: Dashbo
         sparkline: true,
         changes: ['1h', '24h', '7d'],
         precision: undefined,
-        baseUrl: baseUrl(request),
+        baseUrl: origin,
       });
       return { currency, asOf: new Date(board.asOf * 1000).toISOString(), coins };
     });
 
     scope.get('/dashboard/api/market/history', async (request, reply) => {
+      const origin = baseUrl(request);
       const account = await admitted(request, reply);
       const q = request.query as RawQuery;
-      const req = cryptoRequest({ coin: queryValue(q, 'coin'), currency: queryValue(q, 'currency'), range: queryValue(q, 'range'), interval: queryValue(q, 'interval') }, account.plan, deps.catalog, baseUrl(request));
+      const req = cryptoRequest({ coin: queryValue(q, 'coin'), currency: queryValue(q, 'currency'), range: queryValue(q, 'range'), interval: queryValue(q, 'interval') }, account.plan, deps.catalog, origin);
       if (req.coins.length !== 1) throw new QuotesError('COINS_TOO_MANY', { limit: 1 });
-      const result = await deps.quotes.quote(req.history === undefined ? { ...req, history: cryptoRequest({ coin: req.coins[0], range: '1mo' }, account.plan, deps.catalog, '').history } : req);
+      const result = await deps.quotes.quote(req.history === undefined ? { ...req, history: cryptoRequest({ coin: req.coins[0], range: '1mo' }, account.plan, deps.catalog, origin).history } : req);
       const coin = (JSON.parse(result.coinsJson) as Array<Record<string, unknown>>)[0]!;
       return { coin, plan: { ranges: account.plan.ranges, intervals: account.plan.intervals } };
     });
 
     scope.get('/dashboard/api/market/stream', async (request, reply) => {
+      const origin = baseUrl(request);
       const account = await sessionAccount(request);
-      await openStream(request, reply, account, { hub: deps.hub, limiters: deps.limiters, catalog: deps.catalog, publicBaseUrl: deps.publicBaseUrl }, baseUrl(request));
+      await openStream(request, reply, account, { hub: deps.hub, limiters: deps.limiters, catalog: deps.catalog, publicBaseUrl: deps.publicBaseUrl }, origin);
     });
     done();
   });

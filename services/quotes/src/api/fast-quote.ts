@@ -4,6 +4,7 @@ import type { RequestLimiter } from '../accounts/request-limiter.js';
 import type { Clock } from '../clock.js';
 import type { CoinCatalog } from '../market/coin-catalog.js';
 import type { Plan } from '../accounts/plans.js';
+import type { Origin } from '../origin.js';
 import type { CryptoRequest, CryptoResult, QuoteService } from '../service/quote-service.js';
 import type { AccessLog } from './access-log.js';
 import { admitAll } from './admission.js';
@@ -22,8 +23,11 @@ export interface FastQuoteDeps {
   limiters: readonly RequestLimiter[];
   catalog: CoinCatalog;
   clock: Clock;
-  /** Origin for icon URLs as the route computes it, or undefined when only the framework can (proxy headers). */
-  baseUrl: (req: IncomingMessage) => string | undefined;
+  /**
+   * Origin for icon URLs as the route computes it (origin.ts), or undefined when only the
+   * framework can (proxy headers) or the Host is not acceptable (the route answers 400).
+   */
+  baseUrl: (req: IncomingMessage) => Origin | undefined;
   /** Headers every response carries (name, value pairs), as the onRequest hook sets them. */
   commonHeaders: readonly string[];
   log: ErrorLog;
@@ -52,7 +56,7 @@ const PREFIX = '/api/v2/crypto?';
 interface ParsedUrl {
   query: RawQuery;
   plan: Plan;
-  baseUrl: string;
+  baseUrl: Origin;
   request: CryptoRequest;
 }
 const MEMO_URL_MAX = 512;

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const SYMBOL = /^[a-z0-9$]{1,20}$/;
@@ -15,24 +15,43 @@ export function fallbackIcon(symbol: string): string {
   );
 }
 
-/** Serves the colour SVGs of `cryptocurrency-icons`, read once and kept in memory. */
+/**
+ * Serves the colour SVGs of `cryptocurrency-icons`. `/icons/<name>.svg` needs no token, so the
+ * name is anyone's to choose: only names of files the package ships are kept in memory (read once
+ * each, so at most the directory's ~500 icons), and the fallback for any other name is drawn per
+ * request and never kept.
+ */
 export class IconStore {
-  private readonly cache = new Map<string, { svg: Buffer; found: boolean }>();
-  constructor(private readonly dir: string) {}
+  private readonly files: ReadonlySet<string>;
+  private readonly cache = new Map<string, Buffer>();
+  constructor(private readonly dir: string) {
+    let names: string[] = [];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      // No icon package: every coin gets the drawn fallback.
+    }
+    this.files = new Set(names.filter((n) => n.endsWith('.svg')).map((n) => n.slice(0, -4).toLowerCase()));
+  }
+
+  /** Icons held in memory (bounded by the package's files, whatever names are asked). */
+  get size(): number {
+    return this.cache.size;
+  }
 
   /** Undefined for names that cannot be a symbol; otherwise the icon or the fallback. */
   get(symbol: string): { svg: Buffer; found: boolean } | undefined {
     const s = symbol.toLowerCase();
     if (!SYMBOL.test(s)) return undefined;
-    let hit = this.cache.get(s);
-    if (hit === undefined) {
+    let svg = this.files.has(s) ? this.cache.get(s) : undefined;
+    if (svg === undefined && this.files.has(s)) {
       try {
-        hit = { svg: readFileSync(join(this.dir, `${s}.svg`)), found: true };
+        svg = readFileSync(join(this.dir, `${s}.svg`));
+        this.cache.set(s, svg);
       } catch {
-        hit = { svg: Buffer.from(fallbackIcon(s)), found: false };
+        svg = undefined;
       }
-      if (this.cache.size < 5000) this.cache.set(s, hit);
     }
-    return hit;
+    return svg === undefined ? { svg: Buffer.from(fallbackIcon(s)), found: false } : { svg, found: true };
   }
 }

@@ -36,6 +36,7 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   METHOD_NOT_ALLOWED: 405,
   ROUTE_NOT_FOUND: 404,
   BAD_REQUEST: 400,
+  HOST_INVALID: 400,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   HEADERS_TOO_LARGE: 431,
@@ -157,6 +158,10 @@ const TEXT: Readonly<Record<ErrorCode, Record<Language, (d: ErrorDetails) => str
   BAD_REQUEST: {
     en: (d) => (d.reason === undefined ? 'Bad request' : `Bad request: ${d.reason}`),
     'pt-BR': (d) => (d.reason === undefined ? 'Requisição inválida' : `Requisição inválida: ${d.reason}`),
+  },
+  HOST_INVALID: {
+    en: (d) => `Invalid Host header: expected a host name or IP address with an optional port, at most ${d.limit ?? 0} characters`,
+    'pt-BR': (d) => `Cabeçalho Host inválido: esperado um nome de host ou endereço IP com porta opcional, no máximo ${d.limit ?? 0} caracteres`,
   },
   PAYLOAD_TOO_LARGE: {
     en: (d) => `Request body too large: the limit is ${d.limit ?? 0} bytes`,

@@ -3,12 +3,14 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { cacheableAnswer, sendAnswer } from '../api/answers.js';
 import { tokenOf, type Authenticate } from '../api/authenticator.js';
+import { CG_KEY_HEADERS, CG_KEY_PARAMS } from '../api/credentials.js';
 import { queryValue, type RawQuery } from '../api/crypto-query.js';
 import '../api/request-context.js';
 import type { Clock } from '../clock.js';
 import { QuotesError } from '../errors.js';
 import { DAY } from '../history/intervals.js';
 import type { CoinCatalog } from '../market/coin-catalog.js';
+import { ORIGIN_MARK, OriginJson, requestOrigin, type Origin } from '../origin.js';
 import { badParam, cgErrorAnswer } from './cg-errors.js';
 import { bool, instant, int, list, precision, required, text } from './cg-params.js';
 import type { Board, BoardCoin, MarketData } from './market-data.js';
@@ -34,6 +36,8 @@ import {
 
 /** Most bodies kept (per market snapshot; a new snapshot replaces them as they are asked again). */
 const BODY_CACHE_ENTRIES = 512;
+/** Characters an entry costs beyond its key and texts (objects, the map slot), as the byte bound counts it. */
+const ENTRY_OVERHEAD = 200;
 /** Longest `days` of market_chart (100 years). */
 const MAX_DAYS = 36_500;
 /** Most pages of /coins/markets (CoinGecko pages through at most a few thousand). */
@@ -46,11 +50,11 @@ const PER_PAGE_MAX = 250;
  * (`Authorization: Bearer`, `?token=`). Either key kind names the same token.
  */
 export function coingeckoToken(headers: IncomingHttpHeaders, query: RawQuery): string | undefined {
-  for (const h of ['x-cg-pro-api-key', 'x-cg-demo-api-key'] as const) {
+  for (const h of CG_KEY_HEADERS) {
     const v = headers[h];
     if (typeof v === 'string' && v.trim() !== '') return v.trim();
   }
-  for (const q of ['x_cg_pro_api_key', 'x_cg_demo_api_key']) {
+  for (const q of CG_KEY_PARAMS) {
     const v = queryValue(query, q)?.trim();
     if (v !== undefined && v !== '') return v;
   }
@@ -67,15 +71,16 @@ export interface CoinGeckoRoutesDeps {
   clock: Clock;
   /** The authenticator built with `requestCoingeckoToken` (counts the request against the plan). */
   auth: Authenticate;
-  publicBaseUrl: string | undefined;
+  publicBaseUrl: Origin | undefined;
   /** Milliseconds between market refreshes (Cache-Control max-age). */
   refreshMs: number;
-  /** Most bytes of built bodies kept (QUOTES_COINGECKO_CACHE_BYTES; oldest dropped first; 0 keeps none). */
+  /** Most bytes of built bodies and their keys kept (QUOTES_COINGECKO_CACHE_BYTES; oldest dropped first; 0 keeps none). */
   cacheBytes: number;
 }
 
+/** A built body for every origin (image URLs are built with ORIGIN_MARK; see origin.ts), and its ETag. */
 interface Body {
-  json: string;
+  json: OriginJson;
   etag: string;
 }
 
@@ -84,14 +89,18 @@ const ALLOW = 'GET, HEAD, OPTIONS';
 /** The CoinGecko-compatible API under /api/v3 (docs/quotes.md, "CoinGecko-compatible API"). */
 export function registerCoinGeckoRoutes(app: FastifyInstance, deps: CoinGeckoRoutesDeps): void {
   const { data, catalog } = deps;
-  const baseUrl = (request: FastifyRequest): string => deps.publicBaseUrl ?? `${request.protocol}://${request.host}`;
-  const cache = new Map<string, { snap: object; body: Promise<Body>; bytes: number }>();
-  let cachedBytes = 0;
+  // Keys hold what selects the data (parameters, never a header); a key's characters count
+  // against the bound from the moment it is inserted, the body's once built.
+  const cache = new Map<string, { snap: object; body: Promise<Body>; chars: number }>();
+  let cachedChars = 0;
   const drop = (key: string): void => {
     const e = cache.get(key);
     if (e === undefined) return;
-    cachedBytes -= e.bytes;
+    cachedChars -= e.chars;
     cache.delete(key);
+  };
+  const trim = (): void => {
+    while (cachedChars > deps.cacheBytes && cache.size > 0) drop(cache.keys().next().value as string);
   };
   let listed: { board: Board; coins: { id: string; symbol: string; name: string; rank: number | null }[] } | undefined;
   const listedCoins = (board: Board): { id: string; symbol: string; name: string; rank: number | null }[] => {
@@ -103,8 +112,9 @@ export function registerCoinGeckoRoutes(app: FastifyInstance, deps: CoinGeckoRou
   };
 
   const bodyOf = (value: unknown): Body => {
-    const json = JSON.stringify(value);
-    return { json, etag: `W/"${createHash('sha1').update(json).digest('base64url')}"` };
+    const json = new OriginJson(JSON.stringify(value));
+    // Over the origin-free text: equal data, equal ETag, whatever the Host.
+    return { json, etag: `W/"${createHash('sha1').update(json.text).digest('base64url')}"` };
   };
 
   /**
@@ -118,14 +128,16 @@ export function registerCoinGeckoRoutes(app: FastifyInstance, deps: CoinGeckoRou
     const body = (async (): Promise<Body> => bodyOf(await build()))();
     drop(key);
     while (cache.size >= BODY_CACHE_ENTRIES) drop(cache.keys().next().value as string);
-    const entry = { snap: board.snap, body, bytes: 0 };
+    const entry = { snap: board.snap, body, chars: key.length + ENTRY_OVERHEAD };
     cache.set(key, entry);
+    cachedChars += entry.chars;
     body.then(
       (b) => {
         if (cache.get(key) !== entry) return;
-        entry.bytes = b.json.length;
-        cachedBytes += entry.bytes;
-        while (cachedBytes > deps.cacheBytes && cache.size > 0) drop(cache.keys().next().value as string);
+        const more = b.json.maxChars + b.etag.length;
+        entry.chars += more;
+        cachedChars += more;
+        trim();
       },
       () => {
         if (cache.get(key) === entry) drop(key);
@@ -138,15 +150,20 @@ export function registerCoinGeckoRoutes(app: FastifyInstance, deps: CoinGeckoRou
 
   type Handler = (request: FastifyRequest, q: RawQuery, board: Board) => Promise<Body>;
 
-  /** An authenticated route: key -> account and limiters, then the board, then the cached body. */
+  /**
+   * An authenticated route: origin (a Host that cannot be one is refused before anything is
+   * counted), key -> account and limiters, then the board, then the cached body with the origin
+   * put in.
+   */
   const route = (url: string, handler: Handler): void => {
     app.get(url, async (request: FastifyRequest, reply: FastifyReply) => {
       try {
+        const origin = requestOrigin(deps.publicBaseUrl, request.protocol, request.host);
         if (requestCoingeckoToken(request) === undefined) throw new QuotesError('TOKEN_INVALID', { reason: 'missing' });
         await deps.auth(request, reply);
         const board = await data.board();
         const body = await handler(request, request.query as RawQuery, board);
-        return sendAnswer(reply, cacheableAnswer(body.json, body.etag, maxAge(board), request.headers['if-none-match']));
+        return sendAnswer(reply, cacheableAnswer(body.json.render(origin).json, body.etag, maxAge(board), request.headers['if-none-match']));
       } catch (err) {
         return sendAnswer(reply, cgErrorAnswer(err, request.log));
       }
@@ -206,7 +223,7 @@ export function registerCoinGeckoRoutes(app: FastifyInstance, deps: CoinGeckoRou
     return cached(board, `list|${includePlatform}|${status}`, () => (status === 'inactive' ? [] : coinsListView(board, includePlatform, listedCoins(board))));
   });
 
-  route('/api/v3/coins/markets', (request, q, board) => {
+  route('/api/v3/coins/markets', (_r, q, board) => {
     const vs = vsOf(q, board);
     if (text(q, 'category') !== undefined) throw badParam("'category' is not supported by this server");
     const order = (text(q, 'order') ?? 'market_cap_desc').toLowerCase();
@@ -227,7 +244,7 @@ export function registerCoinGeckoRoutes(app: FastifyInstance, deps: CoinGeckoRou
       sparkline: bool(q, 'sparkline', false),
       changes,
       precision: precision(q),
-      baseUrl: baseUrl(request),
+      baseUrl: ORIGIN_MARK,
     };
     return cached(board, `markets|${JSON.stringify(p)}`, () => marketsView(data, board, p));
   });
@@ -239,7 +256,7 @@ export function registerCoinGeckoRoutes(app: FastifyInstance, deps: CoinGeckoRou
       localization: bool(q, 'localization', true),
       tickers: bool(q, 'tickers', true),
       sparkline: bool(q, 'sparkline', false),
-      baseUrl: baseUrl(request),
+      baseUrl: ORIGIN_MARK,
     };
     // Accepted for compatibility, no effect: community_data, developer_data, include_categories_details, dex_pair_format.
     for (const b of ['community_data', 'developer_data', 'include_categories_details']) bool(q, b, false);
@@ -296,11 +313,10 @@ export function registerCoinGeckoRoutes(app: FastifyInstance, deps: CoinGeckoRou
     );
   });
 
-  route('/api/v3/search', (request, q, board) => {
+  route('/api/v3/search', (_r, q, board) => {
     const query = required(q, 'query');
     if (query.length > 100) throw badParam("'query' is too long (at most 100 characters)");
-    const base = baseUrl(request);
-    return cached(board, `search|${query.toLowerCase()}|${base}`, () => searchView(board, query, listedCoins(board), base));
+    return cached(board, `search|${query.toLowerCase()}`, () => searchView(board, query, listedCoins(board), ORIGIN_MARK));
   });
 
   route('/api/v3/global', (_r, _q, board) => cached(board, 'global', () => globalView(data, board)));

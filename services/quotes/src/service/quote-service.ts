@@ -15,6 +15,7 @@ import type { Ticker } from '../market/types.js';
 import { isCryptoQuote, isCurrency, isFiat, QUOTE_CURRENCIES, usdRate, USD_PEGGED } from '../market/currencies.js';
 import type { RateOn } from '../history/fx-history.js';
 import { valueFormat } from './value-precision.js';
+import { ORIGIN_MARK, OriginJson, type Origin } from '../origin.js';
 
 export interface CryptoRequest {
   /** Upper-case, de-duplicated, all known to the catalogue. */
@@ -22,9 +23,12 @@ export interface CryptoRequest {
   currency: string;
   history: HistoryParams | undefined;
   plan: Plan;
-  /** Origin used for absolute icon URLs. */
-  baseUrl: string;
+  /** Origin of absolute icon URLs (validated: see origin.ts); never part of a cache key. */
+  baseUrl: Origin;
 }
+
+/** What a quote without history depends on (and is cached by). */
+export type QuoteKey = Pick<CryptoRequest, 'coins' | 'currency'>;
 
 export interface CryptoResult {
   /** The JSON text of the `coins` array. */
@@ -36,8 +40,21 @@ export interface CryptoResult {
   coinsBytes?: number | undefined;
 }
 
-/** A cached quote: for one snapshot version, answerable without a check until `freshUntil` (ms; see QuoteService.problem). */
-type CachedQuote = CryptoResult & { version: number; coinsBytes: number; freshUntil: number };
+/**
+ * A cached quote: the `coins` text for every origin, for one snapshot version, answerable
+ * without a check until `freshUntil` (ms; see QuoteService.problem). `chars`: what it holds,
+ * key included, for the cache's byte bound.
+ */
+interface CachedQuote {
+  body: OriginJson;
+  etag: string;
+  version: number;
+  freshUntil: number;
+  chars: number;
+}
+
+/** Characters a cache entry costs beyond its texts (the entry object, the map slot), as the byte bound counts it. */
+const ENTRY_OVERHEAD = 200;
 
 export interface QuoteServiceDeps {
   snapshots: MarketSnapshots;
@@ -48,8 +65,8 @@ export interface QuoteServiceDeps {
   /** A ticker or FX rate older than this (ms) is not served. */
   staleMs: number;
   refreshMs: number;
-  /** Most responses kept in the cache. */
-  cacheEntries?: number;
+  /** Bytes of built answers without history kept (QUOTES_QUOTE_CACHE_BYTES; default 16 MiB). */
+  cacheBytes?: number;
   /** Most history candles per request, coins x points (QUOTES_HISTORY_MAX_POINTS). Default 50,000. */
   historyMaxPoints?: number;
   /** History candles written per chunk of a streamed answer (default 2,000). */
@@ -84,9 +101,10 @@ export interface StreamedCryptoResult {
 }
 
 interface CachedAnswer {
-  coinsJson: string;
+  body: OriginJson;
   etag: string;
   version: number;
+  chars: number;
 }
 
 interface HistoricalPoint {
@@ -101,20 +119,29 @@ interface HistoricalPoint {
 
 /** A coin of a history answer: its record's JSON around the history points, and the points. */
 interface HistoryCoin {
-  /** The record up to the opening bracket of `historicalDataPrice`. */
+  /** The record up to the opening bracket of `historicalDataPrice`, built with ORIGIN_MARK (hashed, kept). */
   head: string;
+  /** The same for the request's origin (sent). */
+  headFor: string;
   /** From the closing bracket of `historicalDataPrice` to the end of the record. */
   tail: string;
   priced: PricedView;
 }
 
-function cacheKey(req: CryptoRequest): string {
-  return `${req.currency}|${req.history?.range ?? ''}|${req.history?.interval ?? ''}|${req.plan.id}|${req.baseUrl}|${req.coins.join(',')}`;
+/**
+ * What a quote without history depends on: the currency and the coins (in order). Not the plan
+ * (it only decides what may be asked) nor the origin (put in as the answer is sent), so no request
+ * header multiplies the entries.
+ */
+function cacheKey(req: QuoteKey): string {
+  return `${req.currency}|${req.coins.join(',')}`;
 }
 
+/** A history answer also depends on the window and the plan (its validRanges and validIntervals). */
 function historyKey(req: CryptoRequest): string {
-  const d = req.history?.dates;
-  return d === undefined ? cacheKey(req) : `${cacheKey(req)}|${d.from}-${d.to}`;
+  const h = req.history;
+  const d = h?.dates;
+  return `${req.currency}|${h?.range ?? ''}|${h?.interval ?? ''}|${d === undefined ? '' : `${d.from}-${d.to}`}|${req.plan.id}|${req.coins.join(',')}`;
 }
 
 /**
@@ -123,10 +150,10 @@ function historyKey(req: CryptoRequest): string {
  * per market snapshot, so repeated identical requests cost a map lookup.
  */
 export class QuoteService {
-  private readonly cache = new Map<string, CachedQuote>();
+  /** Answers without history, bounded in bytes; a hit does not reorder (oldest inserted dropped first: each snapshot inserts anew what is asked). */
+  readonly cache: ByteLru<CachedQuote>;
   /** Cache keys of the request objects `cachedQuote` was asked about (callers reuse parsed requests). */
   private readonly keys = new WeakMap<CryptoRequest, string>();
-  private readonly cacheEntries: number;
   private readonly maxPoints: number;
   private readonly chunkPoints: number;
   /** Whole history answers of the current snapshot, bounded in bytes (a text's length is its size: JSON here is ASCII). */
@@ -135,10 +162,10 @@ export class QuoteService {
   readonly historySlots: HistorySlots;
   constructor(private readonly deps: QuoteServiceDeps) {
     this.historySlots = deps.historySlots ?? new HistorySlots(4, 1000);
-    this.cacheEntries = deps.cacheEntries ?? 2000;
+    this.cache = new ByteLru<CachedQuote>(deps.cacheBytes ?? 16 * 1024 * 1024, (e) => e.chars);
     this.maxPoints = deps.historyMaxPoints ?? 50_000;
     this.chunkPoints = Math.max(1, deps.historyChunkPoints ?? 2000);
-    this.historyAnswers = new ByteLru<CachedAnswer>(deps.historyAnswerCacheBytes ?? 32 * 1024 * 1024, (a) => a.coinsJson.length + a.etag.length + 64);
+    this.historyAnswers = new ByteLru<CachedAnswer>(deps.historyAnswerCacheBytes ?? 32 * 1024 * 1024, (a) => a.chars);
     this.answerMaxBytes = Math.floor(this.historyAnswers.maxBytes / 16);
   }
 
@@ -158,7 +185,7 @@ export class QuoteService {
     const key = historyKey(req);
     const hit = this.historyAnswers.get(key);
     if (hit !== undefined && hit.version === snap.version) {
-      const whole = hit.coinsJson;
+      const whole = hit.body.render(req.baseUrl).json;
       return {
         etag: hit.etag,
         maxAgeSeconds,
@@ -193,6 +220,7 @@ export class QuoteService {
     const { rateOn, stamp } = await this.historyRates(req.currency, Math.min(...windows.map((w) => w.from)), Math.floor(now / 1000));
     const coins = await Promise.all(req.coins.map((c, i) => this.historyCoin(c, snap.tickers.get(c) as Ticker, req, rate, windows[i]!, rateOn, stamp)));
     const hash = createHash('sha1');
+    // The origin-free head: equal data, equal ETag, whatever the Host.
     for (const c of coins) hash.update(c.head).update(c.priced.view.digest).update(c.priced.fxStamp).update(c.tail);
     const etag = `W/"${hash.digest('base64url')}"`;
     const chunkPoints = this.chunkPoints;
@@ -206,7 +234,8 @@ export class QuoteService {
       maxAgeSeconds,
       release,
       async *coinsChunks(): AsyncGenerator<string> {
-        // The text is kept as it is written, up to the size a whole answer may have in the cache.
+        // The text is kept as it is written (built for every origin: the heads with ORIGIN_MARK),
+        // up to the size a whole answer may have in the cache.
         let kept: string[] | undefined = answerMaxBytes > 0 ? [] : undefined;
         let keptBytes = 0;
         const keep = (piece: string): string => {
@@ -224,6 +253,8 @@ export class QuoteService {
             const n = coin.priced.view.length;
             let i = 0;
             let text = `${c === 0 ? '[' : ','}${coin.head}`;
+            // What is sent: the same with the request's origin in the head.
+            let sent = `${c === 0 ? '[' : ','}${coin.headFor}`;
             do {
               // One chunk of points per event-loop turn, in turn with every other history request.
               await turns.next();
@@ -236,14 +267,19 @@ export class QuoteService {
               }
               // JSON.stringify writes numbers as the route always did; the chunk's own brackets are cut off.
               const json = points.length === 0 ? '' : JSON.stringify(points);
-              text += `${first === 0 || json === '' ? '' : ','}${json.slice(1, -1)}`;
-              if (i === n) text += coin.tail;
-              if (i === n && c === coins.length - 1) text += ']';
-              yield keep(text);
+              let more = `${first === 0 || json === '' ? '' : ','}${json.slice(1, -1)}`;
+              if (i === n) more += coin.tail;
+              if (i === n && c === coins.length - 1) more += ']';
+              keep(text + more);
+              yield sent + more;
               text = '';
+              sent = '';
             } while (i < n);
           }
-          if (kept !== undefined) answers.set(key, { coinsJson: kept.join(''), etag, version });
+          if (kept !== undefined) {
+            const body = new OriginJson(kept.join(''));
+            answers.set(key, { body, etag, version, chars: key.length + etag.length + body.maxChars + ENTRY_OVERHEAD });
+          }
         } finally {
           release(); // done writing (or abandoned): the slot goes to the next large answer
         }
@@ -263,25 +299,37 @@ export class QuoteService {
         streamed.release();
       }
     }
+    const { entry, maxAgeSeconds } = await this.cachedEntry(req);
+    const out = entry.body.render(req.baseUrl);
+    return { coinsJson: out.json, etag: entry.etag, maxAgeSeconds, coinsBytes: out.bytes };
+  }
+
+  /**
+   * The `coins` text of a quote without history, for every origin (see origin.ts): what `quote`
+   * sends with the request's origin put in, and what the live streams share between clients.
+   */
+  async quoteJson(req: QuoteKey): Promise<OriginJson> {
+    return (await this.cachedEntry(req)).entry.body;
+  }
+
+  /** The cache entry of a quote without history for the current snapshot, built when missing. */
+  private async cachedEntry(req: QuoteKey): Promise<{ entry: CachedQuote; maxAgeSeconds: number }> {
     const { snap, rate, maxAgeSeconds } = await this.answerable(req);
     const key = cacheKey(req);
-    const hit = this.cache.get(key);
-    if (hit !== undefined && hit.version === snap.version) return { coinsJson: hit.coinsJson, etag: hit.etag, maxAgeSeconds, coinsBytes: hit.coinsBytes };
-
-    const coins = req.coins.map((c) => this.coin(c, snap.tickers.get(c) as Ticker, req, rate));
-    const coinsJson = JSON.stringify(coins);
-    const etag = `W/"${createHash('sha1').update(coinsJson).digest('base64url')}"`;
-    if (this.cache.size >= this.cacheEntries) {
-      const oldest = this.cache.keys().next();
-      if (oldest.done !== true) this.cache.delete(oldest.value);
+    let entry = this.cache.peek(key);
+    if (entry === undefined || entry.version !== snap.version) {
+      const coins = req.coins.map((c) => this.coin(c, snap.tickers.get(c) as Ticker, req, rate));
+      const body = new OriginJson(JSON.stringify(coins));
+      // Over the origin-free text: equal data, equal ETag on every replica and for every Host.
+      const etag = `W/"${createHash('sha1').update(body.text).digest('base64url')}"`;
+      entry = { body, etag, version: snap.version, freshUntil: this.answerableUntil(snap, req), chars: key.length + etag.length + body.maxChars + ENTRY_OVERHEAD };
+      this.cache.set(key, entry);
     }
-    const coinsBytes = Buffer.byteLength(coinsJson);
-    this.cache.set(key, { coinsJson, etag, maxAgeSeconds, version: snap.version, coinsBytes, freshUntil: this.answerableUntil(snap, req) });
-    return { coinsJson, etag, maxAgeSeconds, coinsBytes };
+    return { entry, maxAgeSeconds };
   }
 
   /** The current snapshot and time, refused with what `problem` finds for `req`; the USD rate of its currency and the answer's max-age. */
-  private async answerable(req: CryptoRequest): Promise<{ snap: MarketSnapshot; now: number; rate: number; maxAgeSeconds: number }> {
+  private async answerable(req: QuoteKey): Promise<{ snap: MarketSnapshot; now: number; rate: number; maxAgeSeconds: number }> {
     const snap = await this.deps.snapshots.current();
     const now = this.deps.clock.now();
     const problem = this.problem(snap, req, now);
@@ -304,17 +352,19 @@ export class QuoteService {
         key = cacheKey(req);
         this.keys.set(req, key);
       }
-      const hit = this.cache.get(key);
+      const hit = this.cache.peek(key);
       if (hit === undefined || hit.version !== snap.version) return undefined;
       // What `problem` would say for this snapshot (see `quote`), but for the age of its tickers.
       if (now > hit.freshUntil && this.problem(snap, req, now) !== undefined) return undefined;
-      return { coinsJson: hit.coinsJson, etag: hit.etag, maxAgeSeconds: this.maxAge(snap, now), coinsBytes: hit.coinsBytes };
+      const out = hit.body.render(req.baseUrl);
+      return { coinsJson: out.json, etag: hit.etag, maxAgeSeconds: this.maxAge(snap, now), coinsBytes: out.bytes };
     }
     if (this.problem(snap, req, now) !== undefined) return undefined;
     // History answers: only those small enough to have been kept whole for this snapshot.
     const hit = this.historyAnswers.peek(historyKey(req));
     if (hit === undefined || hit.version !== snap.version) return undefined;
-    return { coinsJson: hit.coinsJson, etag: hit.etag, maxAgeSeconds: this.maxAge(snap, now) };
+    const out = hit.body.render(req.baseUrl);
+    return { coinsJson: out.json, etag: hit.etag, maxAgeSeconds: this.maxAge(snap, now), coinsBytes: out.bytes };
   }
 
   private maxAge(snap: MarketSnapshot, now: number): number {
@@ -326,7 +376,7 @@ export class QuoteService {
    * nothing now: with one snapshot only the ages `problem` checks change (the coins' tickers, a
    * crypto quote currency's ticker, the FX fixing for fiat). Keep the two in step.
    */
-  private answerableUntil(snap: MarketSnapshot, req: CryptoRequest): number {
+  private answerableUntil(snap: MarketSnapshot, req: QuoteKey): number {
     let oldest = Infinity;
     for (const c of req.coins) oldest = Math.min(oldest, (snap.tickers.get(c) as Ticker).closeTime);
     if (isCryptoQuote(req.currency) && !USD_PEGGED.has(req.currency)) oldest = Math.min(oldest, snap.tickers.get(req.currency)?.closeTime ?? Infinity);
@@ -335,7 +385,7 @@ export class QuoteService {
   }
 
   /** Why `req` cannot be answered from `snap` (missing or stale data), or undefined. */
-  private problem(snap: MarketSnapshot, req: CryptoRequest, now: number): QuotesError | undefined {
+  private problem(snap: MarketSnapshot, req: QuoteKey, now: number): QuotesError | undefined {
     let missing: string[] | undefined;
     let stale: string[] | undefined;
     let oldest = Infinity;
@@ -389,14 +439,16 @@ export class QuoteService {
     out.usedInterval = w.usedInterval;
     out.usedRange = w.usedRange;
     const record = JSON.stringify(out);
+    const head = `${record.slice(0, -1)},"historicalDataPrice":[`;
     return {
-      head: `${record.slice(0, -1)},"historicalDataPrice":[`,
+      head,
+      headFor: new OriginJson(head).render(req.baseUrl).json,
       tail: `],"validRanges":${JSON.stringify(req.plan.ranges)},"validIntervals":${JSON.stringify(req.plan.intervals)}}`,
       priced: { view, rateOn, fxStamp, currency: req.currency },
     };
   }
 
-  private coin(symbol: string, t: Ticker, req: CryptoRequest, rate: number): Record<string, unknown> {
+  private coin(symbol: string, t: Ticker, req: QuoteKey, rate: number): Record<string, unknown> {
     const info = this.deps.catalog.get(symbol);
     const fmt = valueFormat(req.currency);
     const low = t.lowPrice * rate;
@@ -416,7 +468,8 @@ export class QuoteService {
       regularMarketVolume: fmt.amount(t.quoteVolume * rate),
       marketCap: t.circulatingSupply === undefined ? 0 : fmt.amount(t.lastPrice * t.circulatingSupply * rate),
       regularMarketTime: new Date(t.closeTime).toISOString(),
-      coinImageUrl: `${req.baseUrl}/icons/${symbol.toLowerCase()}.svg`,
+      // Built for every origin; the request's is put in as the answer is sent (OriginJson).
+      coinImageUrl: `${ORIGIN_MARK}/icons/${symbol.toLowerCase()}.svg`,
     };
     return out;
   }

@@ -38,6 +38,11 @@ class KyselyTokens implements TokenRepository {
     const r = await this.db.selectFrom('tokens').selectAll().where('id', '=', id).executeTakeFirst();
     return r === undefined ? undefined : toRecord(r);
   }
+  async findByIds(ids: readonly string[]): Promise<TokenRecord[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.db.selectFrom('tokens').selectAll().where('id', 'in', [...ids]).execute();
+    return rows.map(toRecord);
+  }
   async list(): Promise<TokenRecord[]> {
     const rows = await this.db.selectFrom('tokens').selectAll().orderBy('created_at').orderBy('id').execute();
     return rows.map(toRecord);

@@ -19,6 +19,14 @@ class MemoryTokens implements TokenRepository {
     const r = this.byId.get(id);
     return Promise.resolve(r === undefined ? undefined : { ...r });
   }
+  findByIds(ids: readonly string[]): Promise<TokenRecord[]> {
+    const out: TokenRecord[] = [];
+    for (const id of ids) {
+      const r = this.byId.get(id);
+      if (r !== undefined) out.push({ ...r });
+    }
+    return Promise.resolve(out);
+  }
   list(): Promise<TokenRecord[]> {
     return Promise.resolve([...this.byId.values()].map((r) => ({ ...r })).sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id)));
   }

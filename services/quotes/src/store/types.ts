@@ -18,12 +18,17 @@ export interface TokenRepository {
   insert(rec: TokenRecord): Promise<void>;
   findByHash(tokenHash: string): Promise<TokenRecord | undefined>;
   findById(id: string): Promise<TokenRecord | undefined>;
+  /** The records of those of `ids` that exist (any order; at most TOKEN_BATCH ids a call). */
+  findByIds(ids: readonly string[]): Promise<TokenRecord[]>;
   list(): Promise<TokenRecord[]>;
   /** Marks the token revoked; false when no live token has that id. */
   revoke(id: string, at: number): Promise<boolean>;
   /** Moves a token to another plan (operators, through the dashboard's user); false when no token has that id. */
   setPlan(id: string, planId: string): Promise<boolean>;
 }
+
+/** Most ids one `TokenRepository.findByIds` call takes (SQLite binds at most 32,766 values a statement). */
+export const TOKEN_BATCH = 1000;
 
 export interface UsageRow {
   tokenId: string;

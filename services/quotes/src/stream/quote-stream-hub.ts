@@ -4,6 +4,7 @@ import type { Plan } from '../accounts/plans.js';
 import type { Clock } from '../clock.js';
 import { QuotesError } from '../errors.js';
 import type { MarketSnapshot } from '../market/market-snapshots.js';
+import { OriginJson, type Origin } from '../origin.js';
 import { sseEvent, SseStream, type CloseReason, type QuotePair } from './sse-stream.js';
 
 /** What the hub needs of the market: the current snapshot and a call per new one. */
@@ -12,8 +13,26 @@ export interface SnapshotFeed {
   onSnapshot(listener: (snap: MarketSnapshot) => void): () => void;
 }
 
-/** The JSON text of one coin's `/api/v2/crypto` record; rejects when it cannot be quoted now. */
-export type CoinJson = (coin: string, currency: string, baseUrl: string, plan: Plan) => Promise<string>;
+/**
+ * The JSON text of one coin's `/api/v2/crypto` record, built with ORIGIN_MARK as the origin
+ * (origin.ts); rejects when it cannot be quoted now.
+ */
+export type CoinJson = (coin: string, currency: string) => Promise<string>;
+
+/**
+ * Whether open streams may go on: asked when tokens may have changed, so a revocation or a plan
+ * change reaches every open stream of this process within that delay (see `version`).
+ */
+export interface StreamAccess {
+  /**
+   * Moves whenever a token may have been revoked or moved to another plan (this process's
+   * changes, or the store's change counter); undefined when that cannot be told, and then every
+   * open stream is checked at every tick.
+   */
+  version(): number | undefined;
+  /** The plan id of each live token among `tokenIds`; revoked and unknown tokens are absent. */
+  livePlans(tokenIds: readonly string[]): Promise<ReadonlyMap<string, string>>;
+}
 
 export interface StreamLimits {
   maxPerToken: number;
@@ -28,6 +47,7 @@ export interface StreamLimits {
 export interface QuoteStreamHubDeps {
   feed: SnapshotFeed;
   coinJson: CoinJson;
+  access: StreamAccess;
   clock: Clock;
   limits: StreamLimits;
   log: Logger;
@@ -52,7 +72,8 @@ export interface OpenStreamOptions {
   plan: Plan;
   coins: readonly string[];
   currency: string;
-  baseUrl: string;
+  /** This client's origin for icon URLs (validated; see origin.ts). */
+  baseUrl: Origin;
   lastEventId: string | undefined;
   /** Counts one more request for the open stream; a rejection (QuotesError) closes it. */
   charge: () => Promise<void>;
@@ -62,21 +83,40 @@ export interface OpenStreamOptions {
 
 export interface StreamStats {
   open: number;
+  /** Pairs tracked (followed, or idle within the resume window): at most coins x quote currencies. */
   pairs: number;
+  /** Pairs some open stream follows: the only ones quoted at a refresh. */
+  activePairs: number;
+  /** Pair quotes made by fan-outs since start (a measure of the work per refresh). */
+  pairQuotes: number;
+  /** Token checks of open streams (batched lookups) since start. */
+  accessChecks: number;
   coalesced: number;
   closed: Record<CloseReason, number>;
   /** Duration of the last fan-out, from the snapshot to the last stream written (ms). */
   lastFanOutMs: number;
+  /** Event-loop turns the last fan-out was spread over (PAIRS_PER_TURN, STREAMS_PER_TURN). */
+  lastFanOutTurns: number;
   fanOuts: number;
 }
 
 interface PairRecord extends QuotePair {
   currency: string;
-  baseUrl: string;
-  plan: Plan;
-  /** Resolves once `json` has been computed for the first time. */
+  /** Snapshot version `json` was last quoted for (-1: never). */
+  quotedVersion: number;
+  /** Resolves once `json` is current for the version it was followed at. */
   ready: Promise<void>;
 }
+
+/**
+ * Pairs quoted, and streams written, per event-loop turn of a fan-out: a refresh's work grows with
+ * the pairs followed (at most coins x currencies) and the streams open (QUOTES_STREAM_MAX_TOTAL),
+ * so it is cut into slices with I/O in between, and a request arriving meanwhile waits for one
+ * slice (a few milliseconds), not for the whole fan-out.
+ */
+const PAIRS_PER_TURN = 100;
+const STREAMS_PER_TURN = 100;
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 const OPEN_HEADERS: OutgoingHttpHeaders = {
   'content-type': 'text/event-stream; charset=utf-8',
@@ -87,18 +127,28 @@ const OPEN_HEADERS: OutgoingHttpHeaders = {
 
 /**
  * The live-price streams: one registry of open Server-Sent Events responses, fed by the market
- * snapshots. On every new snapshot each followed (coin, currency) pair is quoted once, and every
- * stream gets the pairs that differ from what it already sent, as one event whose id names the
- * snapshot (`<epoch>.<version>`), so a client that reconnects with Last-Event-ID gets exactly the
- * coins that changed since. A real-time tick writes heartbeats, charges open streams one request
- * per charge interval and enforces the stall and lifetime bounds; it also asks for the current
+ * snapshots. On every new snapshot each (coin, currency) pair that an open stream follows is
+ * quoted once, and every stream gets the pairs that differ from what it already sent, as one
+ * event whose id names the snapshot (`<epoch>.<version>`), so a client that reconnects with
+ * Last-Event-ID gets exactly the coins that changed since. A real-time tick writes heartbeats,
+ * charges open streams one request per charge interval, enforces the stall and lifetime bounds,
+ * ends the streams of revoked tokens and of tokens moved to another plan, and asks for the current
  * snapshot, which refreshes an on-demand market while streams are open.
+ *
+ * What a client controls and what bounds it: pairs are keyed by what selects the data only (a coin
+ * of the catalogue, a quote currency), never by a header, so there are at most coins x currencies
+ * of them; the origin of each client's icon URLs is put in as its events are written. A pair
+ * nobody follows costs nothing per refresh: it is kept, unquoted, for the resume window, and
+ * quoted again when a stream follows it.
  */
 export class QuoteStreamHub {
   private readonly streams = new Set<SseStream>();
   private readonly perToken = new Map<string, number>();
   private reserved = 0;
   private readonly pairs = new Map<string, PairRecord>();
+  /** The pairs with subscribers (the ones a fan-out quotes). */
+  private readonly active = new Set<PairRecord>();
+  private checkingAccess = false;
   private timer: NodeJS.Timeout | undefined;
   private readonly unsubscribe: () => void;
   private latestVersion = 0;
@@ -108,9 +158,13 @@ export class QuoteStreamHub {
   private readonly counters: StreamStats = {
     open: 0,
     pairs: 0,
+    activePairs: 0,
+    pairQuotes: 0,
+    accessChecks: 0,
     coalesced: 0,
-    closed: { client: 0, stalled: 0, lifetime: 0, 'charge-refused': 0, shutdown: 0 },
+    closed: { client: 0, stalled: 0, lifetime: 0, 'charge-refused': 0, revoked: 0, 'plan-changed': 0, shutdown: 0 },
     lastFanOutMs: 0,
+    lastFanOutTurns: 0,
     fanOuts: 0,
   };
 
@@ -121,7 +175,7 @@ export class QuoteStreamHub {
   stats(): StreamStats {
     let coalesced = this.counters.coalesced;
     for (const s of this.streams) coalesced += s.coalesced;
-    return { ...this.counters, closed: { ...this.counters.closed }, open: this.streams.size, pairs: this.pairs.size, coalesced };
+    return { ...this.counters, closed: { ...this.counters.closed }, open: this.streams.size, pairs: this.pairs.size, activePairs: this.active.size, coalesced };
   }
 
   /** Unsent bytes of every open stream (tests and the bench look at the bound). */
@@ -169,7 +223,7 @@ export class QuoteStreamHub {
     try {
       const snap = await this.deps.feed.current();
       this.latestVersion = Math.max(this.latestVersion, snap.version);
-      pairs = o.coins.map((c) => this.follow(c, o.currency, o.baseUrl, o.plan));
+      pairs = o.coins.map((c) => this.follow(c, o.currency));
       await Promise.all(pairs.map((p) => p.ready));
     } catch (err) {
       for (const p of pairs) this.unfollow(p);
@@ -188,6 +242,8 @@ export class QuoteStreamHub {
     const stream = new SseStream(
       res,
       lease.tokenKey,
+      o.plan.id,
+      o.baseUrl,
       pairs,
       { bufferBytes: limits.bufferBytes, stallMs: limits.stallMs },
       { now, heartbeatMs: limits.heartbeatMs, chargeMs: limits.chargeMs, lifetimeMs: limits.lifetimeMs },
@@ -204,6 +260,8 @@ export class QuoteStreamHub {
     this.charges.set(stream, { charge, errorData });
     this.streams.add(stream);
     res.socket?.setNoDelay(true);
+    // The head, the retry line and the first event leave in one write (one syscall, one packet).
+    res.cork();
     res.writeHead(200, { ...o.headers, ...OPEN_HEADERS });
     // Reconnect after 3 s when the connection drops (EventSource's default varies by browser).
     stream.writeRaw('retry: 3000\n\n');
@@ -213,6 +271,7 @@ export class QuoteStreamHub {
     }
     const version = this.latestVersion;
     stream.update(this.eventId(version), new Date(now).toISOString(), now);
+    res.uncork();
     this.startTimer();
   }
 
@@ -231,42 +290,63 @@ export class QuoteStreamHub {
     return `${this.deps.epoch}.${version}`;
   }
 
-  private follow(coin: string, currency: string, baseUrl: string, plan: Plan): PairRecord {
-    const key = `${coin}|${currency}|${baseUrl}`;
+  /**
+   * A stream follows a pair: created on first use; a pair that was idle is quoted again (it was
+   * not while nobody followed it), keeping its change version when its record is the same.
+   */
+  private follow(coin: string, currency: string): PairRecord {
+    const key = `${coin}|${currency}`;
     let p = this.pairs.get(key);
     if (p === undefined) {
-      const rec: PairRecord = {
+      p = {
         key,
         coin,
         currency,
-        baseUrl,
-        plan,
         json: null,
         changedVersion: this.latestVersion,
         trackedSince: this.latestVersion,
         subscribers: 0,
         idleSince: 0,
+        quotedVersion: -1,
         ready: Promise.resolve(),
       };
-      rec.ready = this.deps.coinJson(coin, currency, baseUrl, plan).then(
-        (j) => void (rec.json ??= j),
-        () => undefined,
-      );
-      this.pairs.set(key, rec);
-      p = rec;
+      this.pairs.set(key, p);
     }
     p.subscribers++;
+    if (p.subscribers === 1) {
+      this.active.add(p);
+      if (p.quotedVersion < this.latestVersion || p.json === null) p.ready = this.quote(p, this.latestVersion);
+    }
     return p;
   }
 
   private unfollow(p: PairRecord): void {
     p.subscribers--;
-    if (p.subscribers <= 0) p.idleSince = this.deps.clock.now();
+    if (p.subscribers <= 0) {
+      p.idleSince = this.deps.clock.now();
+      this.active.delete(p);
+    }
+  }
+
+  /** Quotes a pair for snapshot `version`; a result for an older version than the last applied is dropped. */
+  private async quote(p: PairRecord, version: number): Promise<void> {
+    let j: string | null;
+    try {
+      j = await this.deps.coinJson(p.coin, p.currency);
+    } catch {
+      j = null;
+    }
+    if (version < p.quotedVersion) return;
+    p.quotedVersion = version;
+    if (j !== (p.json?.text ?? null)) {
+      p.json = j === null ? null : new OriginJson(j);
+      p.changedVersion = version;
+    }
   }
 
   private onSnapshot(snap: MarketSnapshot): void {
     this.latestVersion = Math.max(this.latestVersion, snap.version);
-    if (this.pairs.size === 0) return;
+    if (this.active.size === 0) return;
     if (this.fanning) {
       this.again = true;
       return;
@@ -291,26 +371,30 @@ export class QuoteStreamHub {
 
   private async fanOnce(version: number): Promise<void> {
     const started = performance.now();
-    const list = [...this.pairs.values()];
-    await Promise.all(
-      list.map(async (p) => {
-        let j: string | null;
-        try {
-          j = await this.deps.coinJson(p.coin, p.currency, p.baseUrl, p.plan);
-        } catch {
-          j = null;
-        }
-        if (j !== p.json) {
-          p.json = j;
-          p.changedVersion = version;
-        }
-      }),
-    );
+    // Only the pairs open streams follow: an idle pair is quoted again when it is followed again.
+    const list = [...this.active];
+    this.counters.pairQuotes += list.length;
+    let turns = 1;
+    for (let i = 0; i < list.length; i += PAIRS_PER_TURN) {
+      if (i > 0) {
+        await nextTurn();
+        turns++;
+      }
+      await Promise.all(list.slice(i, i + PAIRS_PER_TURN).map((p) => this.quote(p, version)));
+    }
     const now = this.deps.clock.now();
     const id = this.eventId(version);
     const at = new Date(now).toISOString();
-    for (const s of this.streams) s.update(id, at, now);
+    const streams = [...this.streams];
+    for (let i = 0; i < streams.length; i += STREAMS_PER_TURN) {
+      if (i > 0) {
+        await nextTurn();
+        turns++;
+      }
+      for (let j = i; j < Math.min(streams.length, i + STREAMS_PER_TURN); j++) streams[j]!.update(id, at, now);
+    }
     this.counters.lastFanOutMs = performance.now() - started;
+    this.counters.lastFanOutTurns = turns;
     this.counters.fanOuts++;
   }
 
@@ -340,12 +424,52 @@ export class QuoteStreamHub {
       }
       if (now >= s.nextChargeAt && !s.charging) this.charge(s, now);
     }
+    this.checkAccess();
     const expiry = this.deps.resumeWindowMs ?? 600_000;
     for (const [key, p] of this.pairs) if (p.subscribers <= 0 && now - p.idleSince >= expiry) this.pairs.delete(key);
     if (this.streams.size === 0 && this.pairs.size === 0 && this.timer !== undefined) {
       clearInterval(this.timer);
       this.timer = undefined;
     }
+  }
+
+  /**
+   * Ends the streams whose token was revoked (or is gone) or moved to another plan since they
+   * were last confirmed: one batched lookup for the streams not confirmed at the current token
+   * version (new streams, and all of them after a change), one lookup at a time. The client's
+   * reconnection then goes through every opening check again (401 for a revoked token; the new
+   * plan's limits, coins and charges), so an open stream never outlives what a new request would
+   * be refused.
+   */
+  private checkAccess(): void {
+    if (this.checkingAccess || this.streams.size === 0) return;
+    const version = this.deps.access.version();
+    const due: SseStream[] = [];
+    for (const s of this.streams) if (version === undefined || s.accessVersion !== version) due.push(s);
+    if (due.length === 0) return;
+    this.checkingAccess = true;
+    this.counters.accessChecks++;
+    for (const s of due) s.accessVersion = version ?? NaN;
+    this.deps.access
+      .livePlans([...new Set(due.map((s) => s.tokenKey))])
+      .then(
+        (plans) => {
+          for (const s of due) {
+            if (s.closed) continue;
+            const planId = plans.get(s.tokenKey);
+            if (planId === undefined) s.close('revoked', ': the token was revoked; reconnecting is refused (401)\n\n');
+            else if (planId !== s.planId) s.close('plan-changed', `: the token moved to plan ${planId}; reconnect to continue under it\n\n`);
+          }
+        },
+        (err: unknown) => {
+          // Not confirmed: asked again at the next tick.
+          for (const s of due) s.accessVersion = NaN;
+          this.deps.log.warn({ err }, 'checking the tokens of open streams failed; will retry');
+        },
+      )
+      .finally(() => {
+        this.checkingAccess = false;
+      });
   }
 
   private charge(s: SseStream, now: number): void {

@@ -1,11 +1,18 @@
 import type { ServerResponse } from 'node:http';
+import type { Origin, OriginJson } from '../origin.js';
 
-/** One (coin, currency, base URL) quote as the streams see it: shared by every stream that asks for it. */
+/**
+ * One (coin, currency) quote as the streams see it: shared by every stream that asks for it,
+ * whatever origin (Host) each stream's client used.
+ */
 export interface QuotePair {
   readonly key: string;
   readonly coin: string;
-  /** JSON text of the coin's record, as in `/api/v2/crypto`'s `coins`; null while unavailable. */
-  json: string | null;
+  /**
+   * The coin's record as in `/api/v2/crypto`'s `coins`, for every origin (a new object whenever
+   * it changes); null while unavailable.
+   */
+  json: OriginJson | null;
   /** Snapshot version at which `json` last changed. */
   changedVersion: number;
   /** Snapshot version from which this pair has been followed without a gap. */
@@ -22,7 +29,7 @@ export interface SseBounds {
   stallMs: number;
 }
 
-export type CloseReason = 'client' | 'stalled' | 'lifetime' | 'charge-refused' | 'shutdown';
+export type CloseReason = 'client' | 'stalled' | 'lifetime' | 'charge-refused' | 'revoked' | 'plan-changed' | 'shutdown';
 
 /** An SSE comment or event as text; `data` must be one line (JSON text is). */
 export function sseEvent(event: string, data: string, id?: string): string {
@@ -37,10 +44,10 @@ export function sseEvent(event: string, data: string, id?: string): string {
  * closed. So a slow client holds at most `bufferBytes` plus one event, whatever the update rate.
  */
 export class SseStream {
-  /** Latest JSON sent per coin (the shared strings of the pairs, not copies). */
-  private readonly sent = new Map<string, string>();
+  /** Latest record sent per coin (the shared objects of the pairs, not copies). */
+  private readonly sent = new Map<string, OriginJson>();
   /** Updates not yet written, latest per coin. */
-  private readonly pending = new Map<string, string>();
+  private readonly pending = new Map<string, OriginJson>();
   private pendingId = '';
   private pendingAt = '';
   /** Clock time since which writes have been held back (undefined: flowing). */
@@ -52,10 +59,16 @@ export class SseStream {
   nextChargeAt: number;
   readonly closeAt: number;
   charging = false;
+  /** The token-change version at which this stream's token and plan were last confirmed (NaN: not yet). */
+  accessVersion = NaN;
 
   constructor(
     readonly res: ServerResponse,
     readonly tokenKey: string,
+    /** The plan the stream was opened under; a token on another plan now must reconnect. */
+    readonly planId: string,
+    /** The origin of this client's icon URLs, put into the shared records as they are written. */
+    readonly origin: Origin,
     readonly pairs: readonly QuotePair[],
     private readonly bounds: SseBounds,
     times: { now: number; heartbeatMs: number; chargeMs: number; lifetimeMs: number },
@@ -92,7 +105,7 @@ export class SseStream {
   }
 
   /** Marks coins as already known to the client (a resumed stream), so only later changes go out. */
-  assumeKnown(coin: string, json: string): void {
+  assumeKnown(coin: string, json: OriginJson): void {
     this.sent.set(coin, json);
   }
 
@@ -105,7 +118,8 @@ export class SseStream {
     }
     let body = '';
     for (const [coin, json] of this.pending) {
-      body += body === '' ? json : `,${json}`;
+      const text = json.textFor(this.origin);
+      body += body === '' ? text : `,${text}`;
       this.sent.set(coin, json);
     }
     this.pending.clear();

@@ -5,9 +5,10 @@ import type { RequestLimiter } from '../accounts/request-limiter.js';
 import { admitAll } from '../api/admission.js';
 import { authorize, requestToken } from '../api/authenticator.js';
 import { parseCryptoQuery, type RawQuery } from '../api/crypto-query.js';
-import { errorResponse, pickLanguage } from '../api/messages.js';
+import { errorResponse, pickLanguage, type Language } from '../api/messages.js';
 import { isQuotesError, QuotesError } from '../errors.js';
 import type { CoinCatalog } from '../market/coin-catalog.js';
+import { requestOrigin, type Origin } from '../origin.js';
 import type { QuoteStreamHub } from './quote-stream-hub.js';
 
 export const STREAM_PATH = '/api/v2/crypto/stream';
@@ -17,13 +18,13 @@ export interface StreamRoutesDeps {
   accounts: AccountService;
   limiters: readonly RequestLimiter[];
   catalog: CoinCatalog;
-  publicBaseUrl: string | undefined;
+  publicBaseUrl: Origin | undefined;
 }
 
 /** The `data` of the error event that ends a stream: brapi's error body plus its HTTP status. */
-export function streamErrorData(err: unknown, acceptLanguage: string | undefined): string {
+export function streamErrorData(err: unknown, lang: Language): string {
   const failure = isQuotesError(err) ? err : new QuotesError('INTERNAL');
-  const res = errorResponse(failure.code, failure.details, pickLanguage(acceptLanguage));
+  const res = errorResponse(failure.code, failure.details, lang);
   return JSON.stringify({ ...res.body, status: res.status });
 }
 
@@ -41,7 +42,7 @@ function lastEventId(request: FastifyRequest): string | undefined {
  * the limiters (429 burst, 402 quota), validates `coin`/`currency` as `/api/v2/crypto` does,
  * then hands the raw response to the hub. Every later charge goes through the same limiters.
  */
-export async function openStream(request: FastifyRequest, reply: FastifyReply, account: Account, deps: Omit<StreamRoutesDeps, 'accounts'>, baseUrl: string): Promise<void> {
+export async function openStream(request: FastifyRequest, reply: FastifyReply, account: Account, deps: Omit<StreamRoutesDeps, 'accounts'>, baseUrl: Origin): Promise<void> {
   const lease = deps.hub.reserve(account.tokenId);
   try {
     const headers: string[] = [];
@@ -51,7 +52,8 @@ export async function openStream(request: FastifyRequest, reply: FastifyReply, a
       for (let i = 0; i < headers.length; i += 2) reply.header(headers[i]!, headers[i + 1]);
     }
     const q = parseCryptoQuery(request.query as RawQuery, account.plan, deps.catalog);
-    const lang = request.headers['accept-language'];
+    // The language, not the header: an open stream keeps no more of its request than it needs.
+    const lang = pickLanguage(request.headers['accept-language']);
     // From here the response is written by the hub, not by fastify.
     const raw: OutgoingHttpHeaders = {};
     for (const [k, v] of Object.entries(reply.getHeaders())) if (v !== undefined) raw[k] = v;
@@ -89,10 +91,11 @@ export async function openStream(request: FastifyRequest, reply: FastifyReply, a
 
 /** GET /api/v2/crypto/stream: live quotes as Server-Sent Events, authenticated like /api/v2/crypto. */
 export function registerStreamRoutes(app: FastifyInstance, deps: StreamRoutesDeps): void {
-  const baseUrl = (request: FastifyRequest): string => deps.publicBaseUrl ?? `${request.protocol}://${request.host}`;
   app.get(STREAM_PATH, async (request, reply) => {
+    // A Host that cannot be an origin is refused before anything is counted.
+    const origin = requestOrigin(deps.publicBaseUrl, request.protocol, request.host);
     const account = authorize(await deps.accounts.authenticate(requestToken(request)));
-    await openStream(request, reply, account, deps, baseUrl(request));
+    await openStream(request, reply, account, deps, origin);
   });
   const refuse = (): never => {
     throw new QuotesError('METHOD_NOT_ALLOWED', { allow: 'GET, OPTIONS' });

@@ -3,7 +3,9 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import BetterSqlite3 from 'better-sqlite3';
 import { runCli } from '../../src/cli/commands.js';
+import { waitFor } from '@rls/testkit';
 import { Browser, makeDashboardApp, type DashboardApp } from '../support/dashboard-support.js';
+import { portOf, SseClient } from '../support/sse-client.js';
 
 const PASSWORD = 'correct horse battery staple';
 const EMAIL = 'Ana@Example.com';
@@ -238,6 +240,37 @@ describe('dashboard API', () => {
       assert.equal(await runCli(['user', 'plan', 'ana@example.com', 'platinum'], env, io), 1);
       assert.match(err.join('\n'), /unknown plan "platinum"/);
     } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('dashboard live prices and token rotation (issue 23, finding 10)', () => {
+  test('rotating the token ends the dashboard stream of the old one; reconnecting on the session streams under the new token', async () => {
+    const t = await makeDashboardApp();
+    const clients: SseClient[] = [];
+    try {
+      const { b } = await signUp(t);
+      await t.app.listen({ host: '127.0.0.1', port: 0 });
+      const port = portOf(t.app.server.address());
+      const open = async (): Promise<SseClient> => {
+        const c = await SseClient.open(port, '/dashboard/api/market/stream?coin=BTC&currency=USD', { cookie: b.cookieHeader() });
+        clients.push(c);
+        assert.equal(c.status, 200, c.body);
+        await waitFor(() => c.quoteEvents().length >= 1, { what: 'first event', timeoutMs: 10_000 });
+        return c;
+      };
+      const first = await open();
+      const rotated = await b.post('/dashboard/api/token/rotate', {});
+      assert.equal(rotated.statusCode, 201, rotated.body);
+      await waitFor(() => first.ended, { what: 'the old token\'s stream ended', timeoutMs: 10_000 });
+      assert.ok(first.comments.some((x) => x.includes('revoked')));
+      assert.equal(first.events.filter((e) => e.event === 'error').length, 0, 'no error event: the page\'s EventSource reconnects');
+      const second = await open();
+      assert.equal(second.ended, false, 'the session streams again, under the new token');
+      assert.equal(t.app.quotes.streams.stats().closed.revoked, 1);
+    } finally {
+      for (const c of clients) c.close();
       await t.close();
     }
   });

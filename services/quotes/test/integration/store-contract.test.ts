@@ -6,7 +6,7 @@ import type { Candle } from '../../src/market/types.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { openPostgresStore } from '../../src/store/postgres-store.js';
 import { openSqliteStore } from '../../src/store/sqlite-store.js';
-import type { Store, TokenRecord } from '../../src/store/types.js';
+import { TOKEN_BATCH, type Store, type TokenRecord } from '../../src/store/types.js';
 
 type OpenStore = () => Promise<{ store: Store; cleanup: () => Promise<void> }>;
 
@@ -59,6 +59,17 @@ function storeContract(kind: string, open: OpenStore): void {
       assert.equal(await store.tokens.revoke('t1', 6000), false, 'already revoked');
       assert.equal(await store.tokens.revoke('nope', 6000), false);
       assert.equal((await store.tokens.findById('t1'))?.revokedAt, 5000);
+    });
+
+    test('tokens: find by ids in one call (revoked ones included, unknown ones left out), up to TOKEN_BATCH ids', async () => {
+      for (let i = 0; i < 5; i++) await store.tokens.insert(token(`b${i}`, `${i}f`.repeat(32), 10_000 + i));
+      await store.tokens.revoke('b1', 20_000);
+      assert.deepEqual(await store.tokens.findByIds([]), []);
+      const found = await store.tokens.findByIds(['b3', 'nope', 'b1', 'b0']);
+      assert.deepEqual(found.map((r) => [r.id, r.revokedAt]).sort(), [['b0', null], ['b1', 20_000], ['b3', null]]);
+      assert.deepEqual(found.find((r) => r.id === 'b3'), token('b3', '3f'.repeat(32), 10_003));
+      const many = [...Array.from({ length: TOKEN_BATCH - 2 }, (_, i) => `missing-${i}`), 'b2', 'b4'];
+      assert.deepEqual((await store.tokens.findByIds(many)).map((r) => r.id).sort(), ['b2', 'b4']);
     });
 
     test('usage: counts up to the limit per token and month, atomically', async () => {

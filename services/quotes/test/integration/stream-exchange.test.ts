@@ -2,7 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startFakeBinance, startFakePtax, waitFor, type FakeBinance, type FakePtax, type FakeTicker } from '@rls/testkit';
 import { makeExchangeApp, type ExchangeApp } from './exchange-support.js';
-import { portOf, SseClient } from './stream-support.js';
+import { portOf, SseClient } from '../support/sse-client.js';
 
 const T0 = Date.UTC(2026, 2, 16, 12, 0, 0);
 const DAY_MS = 86_400_000;

@@ -5,8 +5,9 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { waitFor } from '@rls/testkit';
 import type { MarketSource } from '../../src/market/types.js';
+import { QUOTE_CURRENCIES } from '../../src/market/currencies.js';
 import { makeTestApp, plansWith, type CryptoJson, type TestApp } from '../support/helpers.js';
-import { portOf, SseClient } from './stream-support.js';
+import { portOf, SseClient } from '../support/sse-client.js';
 
 /** The simulated market with per-coin price factors the tests turn (a change only where they say). */
 function adjustable(factor: Map<string, number>, everything: { by: number }) {
@@ -131,10 +132,14 @@ describe('GET /api/v2/crypto/stream (Server-Sent Events)', () => {
     await waitFor(() => c1.quoteEvents().length >= 1, { what: 'first event', ...BOUND });
     const seen = c1.quoteEvents().at(-1)!.id!;
     await closeAll();
-    const fanOuts = t.app.quotes.streams.stats().fanOuts;
+    const hub = t.app.quotes.streams;
+    const before = hub.stats();
+    assert.equal(before.activePairs, 0, 'nobody follows the pairs now');
+    assert.ok(before.pairs >= 3, 'they are kept for the resume window');
     factor.set('SOL', 1.05);
     await t.app.quotes.snapshots.refreshNow();
-    await waitFor(() => t.app.quotes.streams.stats().fanOuts > fanOuts, { what: 'pairs followed while nobody listens', ...BOUND });
+    await turn();
+    assert.equal(hub.stats().pairQuotes, before.pairQuotes, 'idle pairs cost nothing at a refresh');
 
     const c2 = await open(streamOf(t.tokens.pro!, 'BTC,ETH,SOL'), { 'Last-Event-ID': seen });
     await waitFor(() => c2.quoteEvents().length >= 1, { what: 'resumed event', ...BOUND });
@@ -194,6 +199,66 @@ describe('GET /api/v2/crypto/stream (Server-Sent Events)', () => {
   });
 });
 
+describe('revocations and plan changes reach open streams (issue 23, finding 10)', () => {
+  test('a revoked token\'s streams end within a tick and are no longer charged; a plan change ends them and the reconnection is checked under the new plan', async () => {
+    const t = await makeTestApp({ settings: { QUOTES_STREAM_MAX_PER_TOKEN: '3' } });
+    const clients: SseClient[] = [];
+    try {
+      await t.app.listen({ host: '127.0.0.1', port: 0 });
+      const port = portOf(t.app.server.address());
+      const hub = t.app.quotes.streams;
+      const accounts = t.app.quotes.accounts;
+      const usage = async (id: string): Promise<number> => {
+        await t.app.quotes.flushUsage();
+        return (await accounts.usage()).find((r) => r.tokenId === id)?.count ?? 0;
+      };
+      const open = async (token: string, coins: string): Promise<SseClient> => {
+        const c = await SseClient.open(port, `/api/v2/crypto/stream?coin=${coins}&token=${token}`);
+        clients.push(c);
+        assert.equal(c.status, 200, c.body);
+        await waitFor(() => c.quoteEvents().length >= 1, { what: 'first event', ...BOUND });
+        return c;
+      };
+
+      // Revocation: both streams of the token end; the other token's stream goes on.
+      const victim = await accounts.createToken('to-revoke', 'pro');
+      const [a, b] = [await open(victim.token, 'BTC'), await open(victim.token, 'ETH,SOL')];
+      const bystander = await open(t.tokens.pro!, 'BTC');
+      await waitFor(() => hub.stats().accessChecks >= 1, { what: 'the new streams confirmed', ...BOUND });
+      const charged = await usage(victim.record.id);
+      await accounts.revoke(victim.record.id);
+      const revokedAt = performance.now();
+      await waitFor(() => a.ended && b.ended, { what: 'the revoked token\'s streams ended', ...BOUND });
+      const took = performance.now() - revokedAt;
+      assert.ok(took < 2500, `ended ${took.toFixed(0)} ms after the revocation (a tick is 1 s)`);
+      assert.equal(hub.stats().closed.revoked, 2);
+      assert.ok(a.comments.some((x) => x.includes('revoked')), 'the stream says why it ended');
+      assert.equal(bystander.ended, false, 'another token\'s stream is untouched');
+      t.clock.advance(5 * 60_000);
+      await waitFor(() => hub.stats().open === 1, { what: 'only the bystander open', ...BOUND });
+      assert.equal(await usage(victim.record.id), charged, 'a revoked token is charged nothing more');
+      const again = await fetch(`http://127.0.0.1:${port}/api/v2/crypto/stream?coin=BTC&token=${victim.token}`);
+      assert.equal(again.status, 401, 'its reconnection is refused');
+
+      // Plan change: a pro token streaming 12 coins moves to startup (10 coins a request).
+      const mover = await accounts.createToken('to-downgrade', 'pro');
+      const coins = ((await t.app.inject({ url: '/api/v2/crypto/available', headers: { authorization: `Bearer ${t.tokens.pro}` } })).json<{ coins: string[] }>()).coins.slice(0, 12).join(',');
+      const wide = await open(mover.token, coins);
+      await waitFor(() => hub.stats().accessChecks >= 3, { what: 'the new stream confirmed', ...BOUND });
+      await accounts.setPlan(mover.record.id, 'startup');
+      await waitFor(() => wide.ended, { what: 'the stream ended by the plan change', ...BOUND });
+      assert.equal(hub.stats().closed['plan-changed'], 1);
+      const narrowed = await fetch(`http://127.0.0.1:${port}/api/v2/crypto/stream?coin=${coins}&token=${mover.token}`);
+      assert.equal(narrowed.status, 400, 'the new plan\'s coin limit applies to the reconnection');
+      assert.deepEqual(await narrowed.json(), { error: true, message: 'Your plan allows up to 10 coins per request' });
+      assert.equal(bystander.ended, false);
+    } finally {
+      for (const c of clients) c.close();
+      await t.close();
+    }
+  });
+});
+
 describe('stream bounds', () => {
   test('a client that stops reading holds at most QUOTES_STREAM_BUFFER_BYTES plus one event; stalled, it is closed', async () => {
     const everything = { by: 1 };
@@ -231,6 +296,44 @@ describe('stream bounds', () => {
         c.close();
       }
     } finally {
+      await t.close();
+    }
+  });
+
+  test('every coin in every currency followed: the refresh quotes each pair once, spread over event-loop turns', async () => {
+    const t = await makeTestApp({ settings: { QUOTES_STREAM_MAX_PER_TOKEN: '1000', QUOTES_STREAM_MAX_TOTAL: '1000' } });
+    const clients: SseClient[] = [];
+    try {
+      await t.app.listen({ host: '127.0.0.1', port: 0 });
+      const port = portOf(t.app.server.address());
+      const coins = ((await t.app.inject({ url: '/api/v2/crypto/available', headers: { authorization: `Bearer ${t.tokens.pro}` } })).json<{ coins: string[] }>()).coins.filter((c) => c !== 'USDT');
+      const hub = t.app.quotes.streams;
+      for (const currency of QUOTE_CURRENCIES) {
+        for (let i = 0; i < coins.length; i += 20) {
+          const c = await SseClient.open(port, `/api/v2/crypto/stream?coin=${coins.slice(i, i + 20).join(',')}&currency=${currency}&token=${t.tokens.pro}`);
+          clients.push(c);
+          assert.equal(c.status, 200, `${currency}: ${c.body}`);
+        }
+      }
+      const pairs = hub.stats().activePairs;
+      assert.equal(pairs, coins.length * QUOTE_CURRENCIES.length, 'one pair per coin and currency, shared by the streams');
+      const before = hub.stats();
+      // Runs right after the hub's own listener started the fan-out: a request arriving then.
+      let ranDuringFanOut: boolean | undefined;
+      const off = t.app.quotes.snapshots.onSnapshot(() => setImmediate(() => (ranDuringFanOut = hub.stats().fanOuts === before.fanOuts)));
+      try {
+        await t.app.quotes.snapshots.refreshNow();
+        await waitFor(() => hub.stats().fanOuts > before.fanOuts, { what: 'the fan-out', ...BOUND });
+      } finally {
+        off();
+      }
+      const after = hub.stats();
+      assert.equal(after.pairQuotes - before.pairQuotes, pairs, 'each followed pair quoted once');
+      assert.equal(ranDuringFanOut, true, 'other work got a turn before the fan-out ended');
+      assert.ok(after.lastFanOutTurns >= Math.ceil(pairs / 100), `${after.lastFanOutTurns} turns for ${pairs} pairs and ${clients.length} streams`);
+      console.log(`# fan-out of ${pairs} pairs to ${clients.length} streams: ${after.lastFanOutMs.toFixed(0)} ms over ${after.lastFanOutTurns} turns`);
+    } finally {
+      for (const c of clients) c.close();
       await t.close();
     }
   });

@@ -100,3 +100,27 @@ test('without a change version nothing is cached (every lookup goes to the store
   assert.ok((await accounts.authenticate(token)) !== undefined);
   assert.equal(accounts.cachedAccount(token), undefined);
 });
+
+test('tokensVersion moves on this service\'s revocations and plan changes and on the store\'s version; livePlans leaves revoked tokens out', async () => {
+  const { accounts, store, clock, bump } = setup();
+  const a = await accounts.createToken('a', 'startup');
+  const b = await accounts.createToken('b', 'pro');
+  const v0 = accounts.tokensVersion();
+  assert.equal(typeof v0, 'number');
+  await pastChangeCheck();
+  assert.equal(accounts.tokensVersion(), v0, 'nothing changed');
+  await accounts.setPlan(a.record.id, 'pro');
+  const v1 = accounts.tokensVersion();
+  assert.notEqual(v1, v0, 'a plan change by this service');
+  await store.tokens.revoke(b.record.id, clock.now());
+  bump();
+  await pastChangeCheck();
+  const v2 = accounts.tokensVersion();
+  assert.notEqual(v2, v1, 'a change by another process, seen through the store version');
+  assert.deepEqual([...(await accounts.livePlans([a.record.id, b.record.id, 'nope']))], [[a.record.id, 'pro']]);
+  await accounts.revoke(a.record.id);
+  assert.notEqual(accounts.tokensVersion(), v2, 'a revocation by this service');
+  assert.equal((await accounts.livePlans([a.record.id])).size, 0);
+  const unversioned = new AccountService({ tokens: store.tokens, usage: store.usage, plans: PLANS, clock, random: randomBytes });
+  assert.equal(unversioned.tokensVersion(), undefined, 'a store that cannot tell: callers ask every time');
+});

@@ -16,6 +16,7 @@ import { CoinCatalog } from '../../src/market/coin-catalog.js';
 import { MarketSnapshots } from '../../src/market/market-snapshots.js';
 import type { FxSnapshot, FxSource, MarketSource, Ticker } from '../../src/market/types.js';
 import { QuoteService, type CryptoRequest, type CryptoResult } from '../../src/service/quote-service.js';
+import { parsePublicOrigin } from '../../src/origin.js';
 
 const T0 = Date.UTC(2026, 2, 15, 12, 0, 0);
 const STALE_MS = 60_000;
@@ -38,7 +39,7 @@ interface Setup {
 }
 
 /** A quote service over one market snapshot that changes only when the test refreshes it. */
-async function setup(closeTimes: Record<string, number>, fxTime = T0): Promise<Setup> {
+async function setup(closeTimes: Record<string, number>, fxTime = T0, cacheBytes?: number): Promise<Setup> {
   const clock = new FakeClock(T0);
   const market = {
     tickers: Object.entries(closeTimes).map(([s, t], i) => ticker(s, 10 * (i + 1), t)),
@@ -62,11 +63,12 @@ async function setup(closeTimes: Record<string, number>, fxTime = T0): Promise<S
     clock,
     staleMs: STALE_MS,
     refreshMs: REFRESH_MS,
+    ...(cacheBytes === undefined ? {} : { cacheBytes }),
   });
   return { clock, quotes, snapshots, market };
 }
 
-const request = (coins: string[], currency = 'USD'): CryptoRequest => ({ coins, currency, history: undefined, plan: PLAN, baseUrl: 'http://localhost' });
+const request = (coins: string[], currency = 'USD'): CryptoRequest => ({ coins, currency, history: undefined, plan: PLAN, baseUrl: parsePublicOrigin('http://localhost') });
 
 /** What `quote` says now: its result, or the code of the error it throws. */
 async function quoteOrCode(quotes: QuoteService, req: CryptoRequest): Promise<CryptoResult | string> {
@@ -148,6 +150,52 @@ describe('cachedQuote and staleness with one snapshot', () => {
     clock.set(T0 - 50_000 + STALE_MS + 1);
     assert.equal(await quoteOrCode(quotes, req), 'QUOTE_UNAVAILABLE');
     assert.equal(quotes.cachedQuote(req), undefined);
+  });
+});
+
+describe('the quote cache and the origin (issue 23: no request header multiplies it)', () => {
+  const withOrigin = (req: CryptoRequest, origin: string): CryptoRequest => ({ ...req, baseUrl: parsePublicOrigin(origin) });
+
+  test('one entry serves every origin: each answer has its own icon URLs, all the same ETag', async () => {
+    const { quotes } = await setup({ ACC: T0, BTC: T0, ETH: T0 });
+    const req = request(['BTC', 'ETH']);
+    const first = await quotes.quote(req);
+    const entries = quotes.cache.size;
+    for (let i = 0; i < 200; i++) {
+      const origin = `https://h${i}.example:8443`;
+      const r = i % 2 === 0 ? await quotes.quote(withOrigin(req, origin)) : quotes.cachedQuote(withOrigin(req, origin));
+      assert.ok(r !== undefined);
+      const coins = JSON.parse(r.coinsJson) as { coinImageUrl: string }[];
+      assert.deepEqual(coins.map((c) => c.coinImageUrl), [`${origin}/icons/btc.svg`, `${origin}/icons/eth.svg`]);
+      assert.equal(r.coinsBytes, Buffer.byteLength(r.coinsJson));
+      assert.equal(r.etag, first.etag, 'the ETag names the data, not the origin');
+    }
+    assert.equal(quotes.cache.size, entries, 'no entry per origin');
+    // Another plan asking the same coins shares it too (the plan only decides what may be asked).
+    await quotes.quote({ ...req, plan: { ...PLAN, id: 'startup' } });
+    assert.equal(quotes.cache.size, entries);
+  });
+
+  test('the cache holds at most QUOTES_QUOTE_CACHE_BYTES whatever the keys (every order of the coins is a key)', async () => {
+    const bound = 64 * 1024;
+    const { quotes } = await setup({ ACC: T0, BTC: T0, ETH: T0, SOL: T0 }, T0, bound);
+    const coins = ['ACC', 'BTC', 'ETH', 'SOL'];
+    const orders: string[][] = [];
+    const permute = (done: string[], rest: string[]): void => {
+      if (rest.length === 0) orders.push(done);
+      for (const c of rest) permute([...done, c], rest.filter((x) => x !== c));
+    };
+    permute([], coins);
+    let built = 0;
+    for (const currency of ['USD', 'BRL', 'EUR']) {
+      for (const order of orders) {
+        const r = await quotes.quote(request(order, currency));
+        built += r.coinsJson.length;
+        assert.ok(quotes.cache.bytes <= bound, `${quotes.cache.bytes} characters held (bound ${bound})`);
+      }
+    }
+    assert.ok(built > bound, `the test built ${built} characters of answers, more than the bound`);
+    assert.ok(quotes.cache.size > 0 && quotes.cache.size < orders.length * 3, `${quotes.cache.size} entries kept of ${orders.length * 3}`);
   });
 });
 

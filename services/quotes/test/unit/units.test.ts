@@ -8,7 +8,7 @@ import { cappedRange, historyWindow, rangeStart, resolveHistoryParams } from '..
 import { resample } from '../../src/history/resample.js';
 import { SimulatedMarket } from '../../src/market/simulated-market.js';
 import { loadSettings, SettingsError } from '../../src/settings.js';
-import { redactUrl } from '../../src/logger.js';
+import { maskCredentials } from '../../src/api/credentials.js';
 import { QuotesError } from '../../src/errors.js';
 
 const s = (iso: string): number => Date.parse(iso) / 1000;
@@ -117,8 +117,8 @@ describe('settings, plans, language, redaction', () => {
     assert.equal(pickLanguage('en-US,pt-BR;q=0.8'), 'en');
     assert.equal(pickLanguage(undefined), 'en');
   });
-  test('token query parameters are masked in logged URLs', () => {
-    assert.equal(redactUrl('/api/v2/crypto?coin=BTC&token=abc&x=1'), '/api/v2/crypto?coin=BTC&token=[REDACTED]&x=1');
-    assert.equal(redactUrl('/x?TOKEN=abc'), '/x?TOKEN=[REDACTED]');
+  test('token query parameters are masked in logged URLs (every form: test/unit/credentials.test.ts)', () => {
+    assert.equal(maskCredentials('/api/v2/crypto?coin=BTC&token=abc&x=1'), '/api/v2/crypto?coin=BTC&token=[REDACTED]&x=1');
+    assert.equal(maskCredentials('/x?TOKEN=abc'), '/x?TOKEN=[REDACTED]');
   });
 });

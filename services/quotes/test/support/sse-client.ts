@@ -1,5 +1,6 @@
-// A minimal Server-Sent Events client over a raw TCP socket, for the stream tests: it records
-// events and comments as they arrive and can stop reading (a slow consumer) on demand.
+// A minimal Server-Sent Events client over a raw TCP socket, for the stream tests (integration and
+// e2e): it records events and comments as they arrive and can stop reading (a slow consumer) on
+// demand.
 import { connect, type Server, type Socket } from 'node:net';
 
 export interface SseEvent {
