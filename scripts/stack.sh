@@ -396,13 +396,17 @@ cmd_down() {
     case "$a" in --volumes | -v) volumes=1 ;; *) usage ;; esac
   done
   pick_runtime
+  # compose's own output (and podman's "unable to get systemd connection" noise without systemd)
+  # goes to a log shown only when something is left behind.
+  local log=${TMPDIR:-/tmp}/rls-stack-$PROJECT-down.log
   if [ "$volumes" = 1 ]; then
-    "${COMPOSE[@]}" down -v
+    "${COMPOSE[@]}" down -v >"$log" 2>&1 || true
     # podman-compose 1.0 leaves the named volumes behind.
-    if [ "$RT" = podman ]; then podman volume rm -f "${PROJECT}_pgdata" "${PROJECT}_prometheus-data" >/dev/null 2>&1 || true; fi
+    if [ "$RT" = podman ]; then podman volume rm -f "${PROJECT}_pgdata" "${PROJECT}_prometheus-data" >>"$log" 2>&1 || true; fi
   else
-    "${COMPOSE[@]}" down
+    "${COMPOSE[@]}" down >"$log" 2>&1 || true
   fi
+  if [ -n "$(project_containers)" ]; then tail -n "$LOG_LINES" "$log" >&2; fi
   [ -z "$(project_containers)" ] || die "containers of $PROJECT are still there: $("$RT" ps -a --filter "label=$LABEL_PROJECT=$PROJECT" --format '{{.Names}}' | tr '\n' ' ')"
   say "stack $PROJECT is down"
 }
