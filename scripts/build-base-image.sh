@@ -7,7 +7,7 @@
 #                                         python3 (native modules such as better-sqlite3 compile here)
 #
 # Why the Node binary is copied from this machine: Debian bookworm's own `nodejs` package is 18.x and
-# the services need Node >= 20.10; NodeSource and the official Node images are not reachable here,
+# the services need Node 20 (>= 20.19, package.json `engines`); NodeSource and the official Node images are not reachable here,
 # only the Debian mirror and the npm registry are. So the root filesystem comes from Debian packages
 # and the files of the Node 20 package installed on this host (`dpkg -L nodejs`, a NodeSource build
 # for bookworm, linked only against bookworm's glibc/libstdc++) are copied in. With registry access,
@@ -38,7 +38,9 @@ fi
 command -v debootstrap >/dev/null || { echo "debootstrap missing: apt-get install -y debootstrap" >&2; exit 1; }
 
 node_version=$(node -p 'process.versions.node')
-case "$node_version" in 20.*) ;; *) echo "host node is $node_version; a Node 20 package is needed" >&2; exit 1 ;; esac
+# package.json's engines.node (^20.19.0): what every locked dependency accepts.
+node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a === 20 && b >= 19 ? 0 : 1)' \
+  || { echo "host node is $node_version; a Node 20 package >= 20.19 is needed (package.json engines)" >&2; exit 1; }
 dpkg -s "$NODE_PKG" >/dev/null 2>&1 || { echo "package $NODE_PKG is not installed on this host" >&2; exit 1; }
 
 # The mirror this machine already uses (deb822 first, then the one-line format).

@@ -5,8 +5,10 @@
 #   3. ratelimit: a gRPC decision and /healthcheck; quotes: /health and a token-authenticated quote;
 #      each runs as uid 1000 on a read-only root filesystem, its HEALTHCHECK passes, and
 #      `podman stop` ends it within the drain time with exit code 0 (cold start and RSS printed)
-#   4. deploy/compose.yaml brought up, a quote fetched through it (token created on one quotes
-#      replica, used on the other: they share PostgreSQL), then torn down with its volumes.
+#   4. the stack command (scripts/stack.sh) on free ports: refused, naming the port and its holder,
+#      while a port is taken; brought up until every healthcheck passes, a quote fetched through it
+#      (token created on one quotes replica, used on the other: they share PostgreSQL), torn down;
+#      brought up with a crash-looping quotes replica: non-zero, naming it, with its log lines.
 # Run as root from anywhere: scripts/image-smoke.sh   (.ci/run runs it when podman is installed)
 # Env: TAG (default smoke), SKIP_BUILD=1 (use the images already tagged TAG), SKIP_COMPOSE=1,
 #      NPM_CA_FILE (CA bundle for npm behind a TLS-intercepting proxy; default NODE_EXTRA_CA_CERTS).
@@ -31,8 +33,7 @@ now_ms() { date +%s%3N; }
 cleanup() {
   for c in "${containers[@]}"; do podman rm -f -v "$c" >/dev/null 2>&1 || true; done
   if [ "${compose_up:-0}" = 1 ]; then
-    podman-compose -p "$PROJECT" -f deploy/compose.yaml down -v >/dev/null 2>&1 || true
-    podman volume rm -f "${PROJECT}_pgdata" "${PROJECT}_prometheus-data" >/dev/null 2>&1 || true
+    RLS_STACK_PROJECT=$PROJECT RLS_STACK_RUNTIME=podman scripts/stack.sh down --volumes >/dev/null 2>&1 || true
   fi
 }
 trap cleanup EXIT
@@ -161,27 +162,55 @@ if [ "${SKIP_COMPOSE:-0}" = 1 ]; then
   exit 0
 fi
 
-log "compose stack"
-command -v podman-compose >/dev/null || fail "podman-compose missing (apt-get install -y podman-compose)"
-t0=$(now_ms)
-compose_up=1
-podman-compose -p "$PROJECT" -f deploy/compose.yaml up -d >/tmp/image-smoke-compose.log 2>&1 \
-  || { tail -40 /tmp/image-smoke-compose.log >&2; fail "compose up"; }
-echo "compose up (Redis, PostgreSQL, Prometheus images built on first use) in $(( ($(now_ms) - t0) / 1000 )) s"
-for url in http://127.0.0.1:8080/healthcheck http://127.0.0.1:3001/health http://127.0.0.1:3002/health; do
-  wait_http "$url" "$t0" >/dev/null || { podman-compose -p "$PROJECT" -f deploy/compose.yaml logs >&2 || true; fail "compose stack: $url"; }
+log "compose stack (scripts/stack.sh)"
+# The stack on free loopback ports under its own project name, so it never meets a stack or a quick
+# start someone else runs on this machine. The images were just built and tagged :latest above.
+export RLS_STACK_PROJECT=$PROJECT RLS_STACK_RUNTIME=podman
+for var in RLS_RATELIMIT_HTTP_PORT RLS_RATELIMIT_GRPC_PORT RLS_QUOTES_1_PORT RLS_QUOTES_2_PORT RLS_PROMETHEUS_PORT; do
+  export "$var=$(free_port)"
 done
-echo "stack answering $(( $(now_ms) - t0 )) ms after up"
-token=$(podman exec "${PROJECT}_quotes-1_1" node /app/services/quotes/bin/quotes.js token create --plan pro --name compose-smoke | awk '/^token:/ {print $2}')
+compose_up=1
+
+# 1. A port already taken: refused before anything is created, naming the port and its holder.
+node -e 'require("net").createServer().listen(Number(process.argv[1]), "127.0.0.1", () => console.log("holding"))' "$RLS_QUOTES_2_PORT" >/dev/null &
+holder=$!
+# shellcheck disable=SC2064
+trap "kill $holder 2>/dev/null || true; cleanup" EXIT
+until ss -H -ltn "sport = :$RLS_QUOTES_2_PORT" | grep -q .; do sleep 0.05; done
+if scripts/stack.sh up >/tmp/image-smoke-stack-refused.log 2>&1; then fail "stack.sh up started although port $RLS_QUOTES_2_PORT was taken"; fi
+grep -q "port $RLS_QUOTES_2_PORT (quotes replica 2) is in use: 127.0.0.1:$RLS_QUOTES_2_PORT held by node (pid $holder)" /tmp/image-smoke-stack-refused.log \
+  || { cat /tmp/image-smoke-stack-refused.log >&2; fail "the refusal does not name port $RLS_QUOTES_2_PORT and its holder"; }
+[ -z "$(podman ps -aq --filter "label=com.docker.compose.project=$PROJECT")" ] || fail "containers were created despite the taken port"
+kill "$holder"; wait "$holder" 2>/dev/null || true
+trap cleanup EXIT
+echo "port taken: stack.sh up exited non-zero before creating anything: $(head -n 1 /tmp/image-smoke-stack-refused.log)"
+
+# 2. The real thing: up waits until every healthcheck passes (run on demand: no systemd here).
+t0=$(now_ms)
+scripts/stack.sh up >/tmp/image-smoke-stack-up.log 2>&1 || { cat /tmp/image-smoke-stack-up.log >&2; fail "stack.sh up"; }
+echo "stack.sh up: every service healthy $(( $(now_ms) - t0 )) ms after the command"
+scripts/stack.sh status || fail "stack.sh status after up"
+for url in "http://127.0.0.1:$RLS_RATELIMIT_HTTP_PORT/healthcheck" "http://127.0.0.1:$RLS_QUOTES_1_PORT/health" "http://127.0.0.1:$RLS_QUOTES_2_PORT/health"; do
+  curl -fsS -o /dev/null --max-time 5 "$url" || fail "after a successful up: $url"
+done
+token=$(scripts/stack.sh exec quotes-1 node /app/services/quotes/bin/quotes.js token create --plan pro --name compose-smoke | awk '/^token:/ {print $2}')
 [ -n "$token" ] || fail "no token from quotes-1"
-body=$(curl -fsS -H "Authorization: Bearer $token" "http://127.0.0.1:3002/api/v2/crypto?coin=BTC,ETH&currency=BRL")
+body=$(curl -fsS -H "Authorization: Bearer $token" "http://127.0.0.1:$RLS_QUOTES_2_PORT/api/v2/crypto?coin=BTC,ETH&currency=BRL")
 echo "$body" | grep -q '"coins"' || fail "quote through quotes-2: $body"
-echo "token created on quotes-1, quote served by quotes-2 (shared PostgreSQL)"
+echo "token created on quotes-1 (stack.sh exec), quote served by quotes-2 (shared PostgreSQL)"
 # The burst rules are enforced by the ratelimit container: its stats count the quotes domain.
-curl -fsS http://127.0.0.1:8080/healthcheck >/dev/null
+curl -fsS "http://127.0.0.1:$RLS_RATELIMIT_HTTP_PORT/healthcheck" >/dev/null
 t1=$(now_ms)
-podman-compose -p "$PROJECT" -f deploy/compose.yaml down -v >/dev/null 2>&1
-podman volume rm -f "${PROJECT}_pgdata" "${PROJECT}_prometheus-data" >/dev/null 2>&1 || true
+scripts/stack.sh down --volumes >/dev/null 2>&1 || fail "stack.sh down"
+echo "stack.sh down --volumes in $(( ($(now_ms) - t1) / 1000 )) s"
+
+# 3. A service that cannot start: up exits non-zero naming it, with its last log lines.
+if MARKET_SOURCE=bogus scripts/stack.sh up >/tmp/image-smoke-stack-bad.log 2>&1; then fail "stack.sh up succeeded with a quotes replica crash-looping"; fi
+if ! grep -Eq '^stack: service quotes-[12] keeps failing' /tmp/image-smoke-stack-bad.log || ! grep -q 'MARKET_SOURCE="bogus"' /tmp/image-smoke-stack-bad.log; then
+  tail -40 /tmp/image-smoke-stack-bad.log >&2
+  fail "the failure report does not name the quotes replica and its error"
+fi
+echo "crash-looping replica: $(grep -m1 -E '^stack: service quotes' /tmp/image-smoke-stack-bad.log), its log shows the MARKET_SOURCE error"
+scripts/stack.sh down --volumes >/dev/null 2>&1 || fail "stack.sh down after the failure"
 compose_up=0
-echo "compose down in $(( ($(now_ms) - t1) / 1000 )) s"
 log "image smoke: all checks passed"

@@ -9,6 +9,7 @@ import { resolveWorkerCount } from './cluster/worker-settings.js';
 import { isRateLimitError } from '@rls/engine';
 import { createLogger } from './logger.js';
 import { loadSettings, type LoadedSettings } from './settings.js';
+import { systemProbe, upstreamDefaultsMisfit } from './upstream-defaults.js';
 
 export async function run(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   let loaded: LoadedSettings;
@@ -20,6 +21,14 @@ export async function run(env: NodeJS.ProcessEnv = process.env): Promise<void> {
     return cannotStart(reason);
   }
   const { settings, warnings } = loaded;
+  if (cluster.isPrimary) {
+    // Bare `npx ratelimit` on a machine without upstream's layout: one line instead of a flood.
+    const misfit = await upstreamDefaultsMisfit(settings, env, systemProbe);
+    if (misfit !== undefined) {
+      process.stderr.write(`${misfit}\n`);
+      process.exit(1);
+    }
+  }
   const rootLogger = createLogger({ level: settings.logLevel, format: settings.logFormat });
   const logger = cluster.isWorker ? rootLogger.child({ worker: cluster.worker?.id }) : rootLogger;
   // Worker mode (WORKERS): the primary forks the workers and owns the stats sinks, the rule source

@@ -63,6 +63,11 @@ export function fileProviderOptions(s: FileProviderSettingsView): FileProviderOp
   };
 }
 
+/** The directory whose files are the rules: RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY. */
+export function ruleDirectoryOf(s: Pick<FileProviderSettingsView, 'runtimeRoot' | 'runtimeSubdirectory' | 'runtimeAppDirectory'>): string {
+  return join(resolve(s.runtimeRoot), s.runtimeSubdirectory, s.runtimeAppDirectory);
+}
+
 /** Injected timers, so the debounce can be driven by tests or a fake clock. */
 export interface ProviderTimers {
   setTimeout(fn: () => void, ms: number): unknown;
@@ -112,7 +117,7 @@ export class FileRuleProvider {
     this.deps = deps;
     this.timers = deps.timers ?? realTimers;
     this.root = resolve(opts.runtimeRoot);
-    this.directory = join(this.root, opts.runtimeSubdirectory, opts.runtimeAppDirectory);
+    this.directory = ruleDirectoryOf(opts);
     this.maxWaitMs = Math.max(1000, opts.debounceMs * 5);
     // goruntime's loader stats (upstream emits them too), kept for dashboards that chart them.
     this.loadAttempts = deps.stats.counter('runtime.load_attempts');
@@ -172,7 +177,14 @@ export class FileRuleProvider {
       this.deps.logger.error({ directory: target, err: err.message }, 'rule directory watch failed; live reload is off');
       this.stop();
     });
-    this.deps.logger.info({ directory: target, mode: this.opts.watchRoot ? 'root' : 'directory' }, 'watching rule files');
+    // Says what reloads, too: in root mode editing a rule file does nothing, which surprises anyone
+    // who has not read upstream's docs.
+    this.deps.logger.info(
+      this.opts.watchRoot
+        ? { directory: target, mode: 'root', reloadsWhen: `${this.root} is re-pointed to another directory; edits inside it do not reload (RUNTIME_WATCH_ROOT=false watches the rule files)` }
+        : { directory: target, mode: 'directory', reloadsWhen: 'a file in this directory is written, created, renamed or removed' },
+      'watching rule files',
+    );
     // The root may have been swapped between the first load and now.
     if (this.opts.watchRoot) this.schedule();
   }

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '@rls/testkit';
 import { describeAlgorithms, type Algorithm } from '@rls/engine';
@@ -136,4 +136,58 @@ test('a refusal of the extensions names the file, the descriptor and the line', 
   } finally {
     tmp.cleanup();
   }
+});
+
+test('-env_file: the rule directory, store and options come from the file the service starts with', () => {
+  const d = tempDir();
+  try {
+    const dir = join(d.path, 'root', 'app', 'config');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'a.yaml'), 'domain: d\ndescriptors:\n  - key: a\n    rate_limit: { unit: second, requests_per_unit: 1 }\n');
+    writeFileSync(join(dir, 'b.yaml'), 'domain: d\ndescriptors:\n  - key: b\n    rate_limit: { unit: second, requests_per_unit: 1 }\n');
+    const envFile = join(d.path, 'service.env');
+    writeFileSync(envFile, `# comment\nBACKEND_TYPE=memory\nRUNTIME_ROOT=${join(d.path, 'root')}\nRUNTIME_SUBDIRECTORY=app\nMERGE_DOMAIN_CONFIG=true\n`);
+    const r = run(['-env_file', envFile]);
+    assert.equal(r.code, 0, r.err.join('\n'));
+    assert.ok(r.out.includes(`loading config directory: ${dir}`));
+    assert.ok(r.out.includes('backend: memory (runs fixed_window, sliding_window, token_bucket)'));
+    assert.ok(r.out.includes('2 file(s), 1 domain(s), 2 rule(s) with a limit'), 'MERGE_DOMAIN_CONFIG=true from the file merged the two');
+    // node's spelling of the flag; the environment wins over the file, as with node --env-file.
+    const envWins = run([`--env-file=${envFile}`], { BACKEND_TYPE: 'redis', MERGE_DOMAIN_CONFIG: 'false' });
+    assert.equal(envWins.code, 1);
+    assert.match(envWins.err[0]!, /duplicate domain 'd'/);
+    // Flags win over both.
+    const flags = run(['-env_file', envFile, '-backend_type', 'mcstore', '-config_dir', join(dir, 'nowhere')]);
+    assert.equal(flags.code, 1);
+    assert.ok(flags.out.includes(`loading config directory: ${join(dir, 'nowhere')}`));
+  } finally {
+    d.cleanup();
+  }
+});
+
+test('the quick start file: memory store and the example rules, as npm start runs them', () => {
+  const repo = new URL('../../../../', import.meta.url).pathname;
+  const r = run(['-env_file', join(repo, 'examples/quickstart.env')], { RUNTIME_ROOT: join(repo, 'examples') });
+  assert.equal(r.code, 0, r.err.join('\n'));
+  assert.ok(r.out.includes('backend: memory (runs fixed_window, sliding_window, token_bucket)'));
+  assert.ok(r.out.includes(`loading config directory: ${join(repo, 'examples/ratelimit/config')}`));
+});
+
+test('without -config_dir, RUNTIME_ROOT or -env_file: usage error naming all three; a missing env file: exit 2', () => {
+  const r = run([]);
+  assert.equal(r.code, 2);
+  assert.equal(r.err[0], 'missing -config_dir (or RUNTIME_ROOT in the environment or in -env_file)');
+  const missing = run(['-env_file', '/nonexistent/quick.env']);
+  assert.equal(missing.code, 2);
+  assert.match(missing.err[0]!, /^cannot read -env_file \/nonexistent\/quick\.env: ENOENT/);
+  const badBool = run(['-config_dir', '/tmp'], { MERGE_DOMAIN_CONFIG: 'maybe' });
+  assert.equal(badBool.code, 2);
+  assert.match(badBool.err[0]!, /^invalid MERGE_DOMAIN_CONFIG="maybe"/);
+});
+
+test('a store chosen by nobody is said to be the default', () => {
+  const dir = new URL('../../../../examples/ratelimit/config', import.meta.url).pathname;
+  const r = run(['-config_dir', dir]);
+  assert.ok(r.out.some((l) => l.startsWith("(no BACKEND_TYPE, -backend_type or -env_file: checked for the service's default store")));
+  assert.ok(!run(['-config_dir', dir], { BACKEND_TYPE: 'memory' }).out.some((l) => l.startsWith('(no BACKEND_TYPE')));
 });

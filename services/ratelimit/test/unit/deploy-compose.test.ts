@@ -19,6 +19,8 @@ interface ComposeService {
   volumes?: string[];
   healthcheck?: { test: string[] };
   read_only?: boolean;
+  ports?: string[];
+  depends_on?: string[] | Record<string, { condition?: string }>;
 }
 
 function load(): Record<string, ComposeService> {
@@ -75,5 +77,32 @@ test('compose: Prometheus scrapes the ratelimit metrics port; long-running servi
   for (const name of ['redis', 'ratelimit', 'postgres', 'quotes-1', 'quotes-2']) {
     assert.equal(services[name]?.healthcheck?.test[0], 'CMD', `${name}: exec-form healthcheck`);
     assert.equal(services[name]?.read_only, true, `${name}: read-only root`);
+  }
+});
+
+test('compose: every published port is loopback-only and movable by the variable scripts/stack.sh checks first', () => {
+  const published = new Map<string, string>();
+  for (const [name, s] of Object.entries(load())) {
+    for (const p of s.ports ?? []) {
+      const m = /^127\.0\.0\.1:\$\{(RLS_[A-Z0-9_]+_PORT):-(\d+)\}:\d+$/.exec(p);
+      assert.ok(m, `${name}: ${p} is 127.0.0.1:\${RLS_..._PORT:-default}:port`);
+      published.set(m[1]!, m[2]!);
+    }
+  }
+  // scripts/stack.sh's PORTS table: "VARIABLE default what".
+  const script = readFileSync(join(repo, 'scripts/stack.sh'), 'utf8');
+  const table = /^PORTS=\(\n([\s\S]*?)\n\)/m.exec(script)?.[1] ?? '';
+  const checked = new Map([...table.matchAll(/"(RLS_[A-Z0-9_]+_PORT) (\d+) /g)].map((m) => [m[1]!, m[2]!]));
+  assert.ok(checked.size > 0, 'PORTS table found in scripts/stack.sh');
+  assert.deepEqual(Object.fromEntries(checked), Object.fromEntries(published));
+});
+
+test('compose: the quotes replicas start after PostgreSQL and ratelimit are healthy (docker compose honours it)', () => {
+  const services = load();
+  for (const name of ['quotes-1', 'quotes-2']) {
+    const deps = services[name]?.depends_on;
+    assert.ok(deps !== undefined && !Array.isArray(deps), `${name}: depends_on with conditions`);
+    assert.equal(deps.postgres?.condition, 'service_healthy');
+    assert.equal(deps.ratelimit?.condition, 'service_healthy');
   }
 });

@@ -1,13 +1,17 @@
-// The Kubernetes manifests (deploy/k8s): every overlay renders with `kubectl kustomize`, every
-// object validates against the Kubernetes schemas (kubernetes-models), the workloads carry the
-// probes, resources and security settings the docs promise, references resolve, and the rules
-// ConfigMap loads with ratelimit-config-check. kubectl is required (.ci/run installs
-// kubernetes-client): a missing kubectl fails this test instead of skipping it.
-import { test } from 'node:test';
+// The Kubernetes manifests (deploy/k8s): every overlay renders with `kubectl kustomize` without a
+// warning (no deprecated kustomize field), every object validates against the Kubernetes schemas
+// (kubernetes-models), the workloads carry the probes, resources and security settings the docs
+// promise, references resolve, no password is shipped (redis-quotes needs postgres-password.env),
+// the scrape annotations name a declared port, and the rules ConfigMap loads with
+// ratelimit-config-check. kubectl >= 1.27 is required (the machines carry Google's kubectl; Debian's
+// kubernetes-client 1.20 embeds kustomize v2, which cannot read these files): a missing or older
+// kubectl fails this test instead of skipping it. Older kubectl binaries found beside it
+// (Google's SDK ships kubectl.1.NN) must render the same objects.
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { Deployment, StatefulSet } from 'kubernetes-models/apps/v1';
 import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
@@ -32,17 +36,42 @@ const validators: Record<string, (o: K8sObject) => void> = {
   'policy/v1/PodDisruptionBudget': (o) => new PodDisruptionBudget(o as unknown as PodDisruptionBudget).validate(),
 };
 
-function render(overlay: string): K8sObject[] {
-  const kubectl = process.env.KUBECTL ?? 'kubectl';
-  let out: string;
-  try {
-    out = execFileSync(kubectl, ['kustomize', join(k8s, 'overlays', overlay)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-  } catch (err) {
-    assert.fail(`\`${kubectl} kustomize\` failed (install kubernetes-client, or set KUBECTL): ${String(err)}`);
-  }
-  return parseAllDocuments(out)
+const kubectl = process.env.KUBECTL ?? 'kubectl';
+/** The oldest kubectl whose kustomize reads these files as written (tested: 1.27 to 1.33). */
+const MIN_KUBECTL_MINOR = 27;
+/** What the tests put into the required password file of the redis-quotes overlay. */
+const TEST_PASSWORD = 'feedc0ffee';
+
+/** A copy of deploy/k8s with the required password file, as an operator's checkout would have it. */
+const work = tempDir('rls-k8s-');
+cpSync(k8s, work.path, { recursive: true, filter: (src) => !src.endsWith('postgres-password.env') });
+writeFileSync(join(work.path, 'overlays/redis-quotes/postgres-password.env'), `POSTGRES_PASSWORD=${TEST_PASSWORD}\n`);
+after(() => work.cleanup());
+
+function kustomize(binary: string, dir: string): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(binary, ['kustomize', dir], { encoding: 'utf8' });
+  if (r.error !== undefined) assert.fail(`\`${binary} kustomize\` could not run (kubectl >= 1.${MIN_KUBECTL_MINOR} is needed, or set KUBECTL): ${String(r.error)}`);
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function parseObjects(text: string): K8sObject[] {
+  return parseAllDocuments(text)
     .map((d) => d.toJS() as K8sObject | null)
     .filter((o): o is K8sObject => o !== null);
+}
+
+const rendered = new Map<string, K8sObject[]>();
+function render(overlay: string): K8sObject[] {
+  let objects = rendered.get(overlay);
+  if (objects === undefined) {
+    const r = kustomize(kubectl, join(work.path, 'overlays', overlay));
+    assert.equal(r.status, 0, `\`${kubectl} kustomize\` failed: ${r.stderr}`);
+    // A deprecated field makes kustomize print "# Warning: ..." on stderr.
+    assert.equal(r.stderr.trim(), '', `${overlay}: kustomize printed warnings`);
+    objects = parseObjects(r.stdout);
+    rendered.set(overlay, objects);
+  }
+  return objects;
 }
 
 function workloads(objects: K8sObject[]): Array<Deployment | StatefulSet> {
@@ -190,4 +219,79 @@ test('overlay embedded: one ratelimit replica on the memory store, replaced (not
   assert.equal(envOf(ratelimit, 'ratelimit').get('BACKEND_TYPE'), 'memory');
   assert.equal(ratelimit.spec?.replicas, 1);
   assert.equal(ratelimit.spec?.strategy?.type, 'Recreate');
+});
+
+test(`kubectl is 1.${MIN_KUBECTL_MINOR} or newer`, () => {
+  const r = spawnSync(kubectl, ['version', '--client', '-o', 'json'], { encoding: 'utf8' });
+  assert.equal(r.error, undefined, `kubectl missing: ${String(r.error)}`);
+  const v = (JSON.parse(r.stdout) as { clientVersion: { major: string; minor: string } }).clientVersion;
+  assert.ok(Number(v.major) > 1 || Number.parseInt(v.minor, 10) >= MIN_KUBECTL_MINOR, `kubectl ${v.major}.${v.minor}: these manifests need 1.${MIN_KUBECTL_MINOR} or newer`);
+});
+
+test('no password is shipped: redis-quotes refuses to render without postgres-password.env, and uses the one given', () => {
+  const bare = tempDir('rls-k8s-bare-');
+  try {
+    cpSync(k8s, bare.path, { recursive: true, filter: (src) => !src.endsWith('postgres-password.env') });
+    const r = kustomize(kubectl, join(bare.path, 'overlays/redis-quotes'));
+    assert.notEqual(r.status, 0);
+    assert.match(r.stderr, /postgres-password\.env: no such file or directory/);
+  } finally {
+    bare.cleanup();
+  }
+  const secret = render('redis-quotes').find((o) => o.kind === 'Secret' && o.metadata.name === 'quotes-postgres') as { data?: Record<string, string> } | undefined;
+  assert.equal(Buffer.from(secret?.data?.POSTGRES_PASSWORD ?? '', 'base64').toString(), TEST_PASSWORD);
+  // Nothing under deploy/k8s carries a password literal (the file itself is git-ignored).
+  const files = readdirSync(k8s, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.yaml'));
+  for (const f of files) assert.doesNotMatch(readFileSync(join(k8s, f), 'utf8'), /change-me|POSTGRES_PASSWORD=[A-Za-z0-9]/, f);
+  assert.match(readFileSync(join(repo, '.gitignore'), 'utf8'), /^deploy\/k8s\/overlays\/redis-quotes\/postgres-password\.env$/m);
+});
+
+test('every scrape annotation names a port its container declares', () => {
+  for (const overlay of overlays) {
+    for (const w of workloads(render(overlay))) {
+      const annotations = w.spec?.template.metadata?.annotations ?? {};
+      if (annotations['prometheus.io/scrape'] !== 'true') continue;
+      const ports = (w.spec?.template.spec?.containers ?? []).flatMap((c) => (c.ports ?? []).map((p) => String(p.containerPort)));
+      assert.ok(ports.includes(annotations['prometheus.io/port'] ?? ''), `${overlay}/${w.metadata?.name}: prometheus.io/port ${annotations['prometheus.io/port']} among ${ports.join(', ')}`);
+      assert.match(annotations['prometheus.io/path'] ?? '', /^\//);
+    }
+  }
+  const quotes = workloads(render('redis-quotes')).find((w) => w.metadata?.name === 'quotes');
+  assert.equal(quotes?.spec?.template.metadata?.annotations?.['prometheus.io/scrape'], 'true', 'quotes is scraped (placeholder port: quotes-metrics-scrape.yaml)');
+});
+
+test('the debug port is reachable by kubectl port-forward: bound to the pod loopback, where port-forward connects', () => {
+  for (const overlay of overlays) {
+    const ratelimit = workloads(render(overlay)).find((w) => w.metadata?.name === 'ratelimit');
+    assert.ok(ratelimit);
+    const env = envOf(ratelimit, 'ratelimit');
+    // The CRI runtimes dial localhost inside the pod's network namespace for a port-forward, so a
+    // loopback-bound debug server (and the operator page's loopback peer + Host rule) serve it.
+    assert.equal(env.get('DEBUG_HOST'), '127.0.0.1');
+    assert.equal(env.get('DEBUG_PORT') ?? '6070', '6070');
+    assert.notEqual(env.get('OPERATOR_PAGE'), 'off');
+  }
+  assert.match(readFileSync(join(repo, 'README.md'), 'utf8'), /kubectl port-forward deploy\/ratelimit 6070:6070/);
+});
+
+test('older kubectl versions found beside kubectl render the same objects', (t) => {
+  let dir: string;
+  try {
+    dir = dirname(realpathSync(spawnSync('sh', ['-c', `command -v ${kubectl}`], { encoding: 'utf8' }).stdout.trim()));
+  } catch {
+    dir = '';
+  }
+  const others = dir === '' ? [] : readdirSync(dir).filter((f) => /^kubectl\.1\.\d+$/.test(f)).sort();
+  t.diagnostic(others.length === 0 ? 'no kubectl.1.NN beside kubectl: only the current one checked' : `checked: ${others.join(', ')}`);
+  for (const name of others) {
+    const minor = Number(name.slice('kubectl.1.'.length));
+    if (minor < MIN_KUBECTL_MINOR) continue;
+    for (const overlay of overlays) {
+      const r = kustomize(join(dir, name), join(work.path, 'overlays', overlay));
+      assert.equal(r.status, 0, `${name} ${overlay}: ${r.stderr}`);
+      assert.equal(r.stderr.trim(), '', `${name} ${overlay}: warnings`);
+      assert.deepEqual(parseObjects(r.stdout), render(overlay), `${name} ${overlay}`);
+    }
+  }
+  assert.ok(existsSync(join(work.path, 'overlays/redis-quotes/postgres-password.env')));
 });
