@@ -7,7 +7,8 @@ import { Code, type Clock, type CounterStore, type DescriptorStatus, type Random
 import { decodeRateLimitRequest, type RequestLimits } from '@rls/rls-proto';
 import type { EncodedShouldRateLimitFn, EncodedShouldRateLimitWrapper, ShouldRateLimitFn } from '../server/grpc-server-types.js';
 import { BUCKET_MS, RateHistory, type RateHistoryView } from './rate-history.js';
-import { RulesRecorder, truncate, type RulesView } from './rules-view.js';
+import { displayText } from './display-text.js';
+import { RulesRecorder, type RulesView } from './rules-view.js';
 import { LatencyWindow, timedStore, type LatencyView } from './store-latency.js';
 import { WindowedTopK } from './top-k.js';
 
@@ -58,7 +59,21 @@ export interface OperatorState {
     readonly windowMs: number;
     readonly sampleEvery: number;
     readonly capacity: number;
-    readonly entries: readonly { readonly domain: string; readonly entries: TopItem['entries']; readonly more: boolean; readonly count: number; readonly error: number }[];
+    readonly entries: readonly {
+      readonly domain: string;
+      readonly entries: TopItem['entries'];
+      readonly more: boolean;
+      readonly count: number;
+      readonly error: number;
+      /** A descriptor that is not listed may have been counted more than this one's lower bound (`count - error`). */
+      readonly uncertain: boolean;
+    }[];
+    /** Descriptors the sketch replaced in the window (more distinct over-limit descriptors than `capacity` in a slot). */
+    readonly dropped: number;
+    /** The most a descriptor that is not listed can have been counted in the window (estimated over-limit hits). */
+    readonly hiddenMax: number;
+    /** False when a descriptor that is not listed may rank above a listed one: the list cannot be trusted. */
+    readonly complete: boolean;
   };
   readonly rates: RateHistoryView;
   readonly store: { readonly kind: string; readonly connected: boolean; readonly latency: LatencyView };
@@ -115,7 +130,8 @@ export class OperatorMonitor {
   }
 
   private count(domain: string, entries: readonly { key: string; value: string }[]): void {
-    // The id is built from the truncated text, so it is bounded too; the label only for a newcomer.
+    // The id is built from the display text (escaped and cut), so it is bounded too; the label only
+    // for a newcomer.
     // Over-limit traffic mostly repeats one descriptor: the last id is reused (building and hashing
     // a fresh string is most of a sample's cost).
     const n = Math.min(entries.length, MAX_TOP_ENTRIES);
@@ -123,13 +139,13 @@ export class OperatorMonitor {
     const last = this.lastId;
     if (last !== undefined && last.domain === domain && sameEntries(last.entries, entries, n)) id = last.id;
     else {
-      id = truncate(domain);
-      for (let i = 0; i < n; i++) id += '\u0000' + truncate(entries[i]!.key) + '\u0001' + truncate(entries[i]!.value);
+      id = displayText(domain);
+      for (let i = 0; i < n; i++) id += '\u0000' + displayText(entries[i]!.key) + '\u0001' + displayText(entries[i]!.value);
       this.lastId = { domain, entries: entries.slice(0, n).map((e) => ({ key: e.key, value: e.value })), id };
     }
     const item = (): TopItem => ({
-      domain: truncate(domain),
-      entries: entries.slice(0, n).map((e) => ({ key: truncate(e.key), value: truncate(e.value) })),
+      domain: displayText(domain),
+      entries: entries.slice(0, n).map((e) => ({ key: displayText(e.key), value: displayText(e.value) })),
       more: entries.length > MAX_TOP_ENTRIES,
     });
     this.top.add(id, item, this.opts.sampleEvery, this.opts.clock.now());
@@ -205,6 +221,7 @@ export class OperatorMonitor {
   state(ctx: OperatorContext): OperatorState {
     const now = this.opts.clock.now();
     const cache = ctx.localCache();
+    const top = this.top.top(Math.min(TOP_SHOWN, this.top.capacity), now);
     return {
       now,
       process: { pid: process.pid, uptimeSeconds: Math.round((now - this.startedAt) / 1000), workers: ctx.workers() },
@@ -212,7 +229,10 @@ export class OperatorMonitor {
         windowMs: this.top.slotMs * 2,
         sampleEvery: this.opts.sampleEvery,
         capacity: this.top.capacity,
-        entries: this.top.top(Math.min(TOP_SHOWN, this.top.capacity), now).map((e) => ({ domain: e.item.domain, entries: e.item.entries, more: e.item.more, count: e.count, error: e.error })),
+        entries: top.entries.map((e) => ({ domain: e.item.domain, entries: e.item.entries, more: e.item.more, count: e.count, error: e.error, uncertain: e.uncertain })),
+        dropped: top.dropped,
+        hiddenMax: top.hiddenMax,
+        complete: top.complete,
       },
       rates: this.rates.view(),
       store: { ...ctx.store(), latency: this.latency.view(now) },

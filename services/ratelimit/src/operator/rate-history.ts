@@ -4,6 +4,7 @@
 // so the request path pays nothing. At most `maxKeys` statistics keys are charted: the busiest over
 // the window; a quieter one gives its place to a busier newcomer.
 import { RATE_LIMIT_STATS_PREFIX, type StatsStore } from '@rls/engine';
+import { displayText } from './display-text.js';
 
 export const BUCKET_MS = 10_000;
 /** 90 × 10 s = 15 minutes. */
@@ -17,8 +18,14 @@ interface Tracked {
   readonly over: Float64Array;
 }
 
+/** Bound of a chart's caption (a statistics key embeds descriptor values, which clients choose). */
+export const MAX_SERIES_KEY = 128;
+
 export interface RateSeries {
-  /** The statistics key (`domain.key_value…`: the rule path, or one value of a detailed_metric rule). */
+  /**
+   * The statistics key (`domain.key_value…`: the rule path, or one value of a detailed_metric
+   * rule), escaped and cut at MAX_SERIES_KEY characters for display (display-text.ts).
+   */
   readonly key: string;
   /** Hits per bucket, oldest first (a hit is one unit of `hits_addend`). */
   readonly hits: number[];
@@ -139,7 +146,8 @@ export class RateHistory {
     const n = Math.min(this.filled, BUCKETS);
     const series = [...this.tracked.entries()]
       .map(([key, t]) => ({ key, hits: this.ordered(t.hits), overLimit: this.ordered(t.over) }))
-      .sort((a, b) => sumArr(b.hits) + sumArr(b.overLimit) - (sumArr(a.hits) + sumArr(a.overLimit)) || (a.key < b.key ? -1 : 1));
+      .sort((a, b) => sumArr(b.hits) + sumArr(b.overLimit) - (sumArr(a.hits) + sumArr(a.overLimit)) || (a.key < b.key ? -1 : 1))
+      .map((s) => ({ ...s, key: displayText(s.key, MAX_SERIES_KEY) }));
     return {
       bucketMs: BUCKET_MS,
       buckets: n,

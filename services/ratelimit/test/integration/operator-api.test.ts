@@ -287,6 +287,76 @@ describe('operator page JSON', () => {
   });
 });
 
+describe('operator page JSON with hostile values', () => {
+  let f: Fixture;
+
+  before(async () => {
+    f = await startApp({ OPERATOR_SAMPLE_EVERY: '1', OPERATOR_TOP_SIZE: '4', OPERATOR_CHART_RULES: '5' });
+    writeFileSync(
+      join(f.rulesDir, 'c.yaml'),
+      'domain: hostile\ndescriptors:\n  - key: user\n    detailed_metric: true\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n',
+    );
+    f.app.loadRules();
+  });
+  after(async () => {
+    await f?.close();
+  });
+
+  test('bidi overrides and controls in a value are escaped; a 4,000-character value is cut in the top list and the chart caption', async () => {
+    const monitor = f.app.operator!;
+    monitor.sampleRates();
+    const rlo = '\u202Elive';
+    const long = 'L'.repeat(4000);
+    for (let i = 0; i < 3; i++) {
+      await decide(f.http, 'hostile', [{ key: 'user', value: rlo }]);
+      await decide(f.http, 'hostile', [{ key: 'user', value: long }]);
+      await decide(f.http, 'hostile', [{ key: 'user', value: 'bell\u0007\u001B[2J' }]);
+    }
+    f.clock.advance(10_000);
+    monitor.sampleRates();
+    const { body } = await getJson<OperatorState>(`${f.base}/operator/api/state`);
+    const values = body.top.entries.map((e) => e.entries[0]!.value);
+    assert.ok(values.includes('\\u{202E}live'), JSON.stringify(values));
+    assert.ok(values.includes('bell\\u{0007}\\u{001B}[2J'), JSON.stringify(values));
+    const cut = values.find((v) => v.startsWith('LLL'))!;
+    assert.equal(cut.length, 64);
+    assert.ok(cut.endsWith('…'));
+    // Nothing invisible or reordering reaches the page, in any string of the state.
+    const strings: string[] = [];
+    const walk = (v: unknown): void => {
+      if (typeof v === 'string') strings.push(v);
+      else if (typeof v === 'object' && v !== null) for (const x of Object.values(v)) walk(x);
+    };
+    walk(body);
+    for (const str of strings) assert.doesNotMatch(str, /[\p{Cc}\p{Cf}]/u, JSON.stringify(str));
+    // Chart captions: the statistics keys embed the values (detailed_metric).
+    const keys = body.rates.series.map((s) => s.key);
+    assert.ok(keys.includes('hostile.user_\\u{202E}live'), JSON.stringify(keys));
+    for (const k of keys) assert.ok(k.length <= 128, `caption of ${k.length} characters`);
+    assert.ok(keys.some((k) => k.startsWith('hostile.user_LLL') && k.endsWith('…')));
+  });
+
+  test('a flood of distinct over-limit decoys that pushes the offender out marks the list incomplete', async () => {
+    f.clock.advance(61_000);
+    // The offender: 1 per minute, so 10 calls give 9 over-limit hits.
+    for (let i = 0; i < 10; i++) await decide(f.http, 'ops', [{ key: 'client', value: 'offender' }]);
+    let { body } = await getJson<OperatorState>(`${f.base}/operator/api/state`);
+    assert.equal(body.top.entries[0]!.entries[0]!.value, 'offender');
+    assert.deepEqual([body.top.dropped, body.top.complete], [0, true]);
+    // 40 decoys, two calls each (the second is over the limit): they evict one another and the
+    // sketch's minimum climbs past the offender's count.
+    for (let i = 0; i < 40; i++) {
+      for (let j = 0; j < 2; j++) await decide(f.http, 'ops', [{ key: 'client', value: `decoy-${i}` }]);
+    }
+    ({ body } = await getJson<OperatorState>(`${f.base}/operator/api/state`));
+    assert.ok(!body.top.entries.some((e) => e.entries[0]!.value === 'offender'), 'the offender was pushed out');
+    assert.ok(body.top.dropped > 0);
+    assert.ok(body.top.hiddenMax >= 9, `hiddenMax ${body.top.hiddenMax}`);
+    assert.equal(body.top.complete, false);
+    assert.ok(body.top.entries.every((e) => e.uncertain));
+  });
+});
+
 describe('OPERATOR_PAGE=off', () => {
   test('the page is not served, not listed, and no monitor is attached', async () => {
     const f = await startApp({ OPERATOR_PAGE: 'off' });
