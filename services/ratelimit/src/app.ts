@@ -11,6 +11,7 @@ import { HealthChecker, trackStoreHealth } from './health.js';
 import type { Logger } from './logger.js';
 import { fileProviderOptions, FileRuleProvider } from './provider/file-provider.js';
 import { createDebugServer, type DebugServer } from './server/debug-server.js';
+import { debugAccessPolicyOf } from './server/debug-settings.js';
 import { createGrpcServer, type GrpcServer } from './server/grpc-server.js';
 import { grpcLimitsOf } from './server/grpc-limits-settings.js';
 import { createHttpServer, type HttpServer } from './server/http-server.js';
@@ -221,6 +222,7 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
     logger: logger.child({ component: 'debug' }),
     timeouts: httpTimeoutsFrom(settings),
     maxConnections: settings.debugMaxConnections,
+    access: debugAccessPolicyOf(settings),
     operator: operator === undefined ? undefined : new OperatorRoutes({ mode: settings.operatorPage === 'on' ? 'on' : 'loopback', monitor: operator, context: operatorContext() }),
   });
   function operatorContext(): OperatorContext {
