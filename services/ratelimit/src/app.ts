@@ -6,7 +6,7 @@
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { RateLimitError, RateLimitService, StatsStore, mathRandom, systemClock, type Clock, type CounterStore, type LimiterOptions, type RandomSource, type RuleSet } from '@rls/engine';
-import { composeCounterStore } from './compose-counter-store.js';
+import { composeCounterStore, describeCounterStore } from './compose-counter-store.js';
 import { HealthChecker, trackStoreHealth } from './health.js';
 import type { Logger } from './logger.js';
 import { fileProviderOptions, FileRuleProvider } from './provider/file-provider.js';
@@ -226,9 +226,12 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
     operator: operator === undefined ? undefined : new OperatorRoutes({ mode: settings.operatorPage === 'on' ? 'on' : 'loopback', monitor: operator, context: operatorContext() }),
   });
   function operatorContext(): OperatorContext {
+    const storeLabel = describeCounterStore(settings);
     return {
-      store: () => ({ kind: store.kind, connected: store.isConnected() }),
-      health: () => health.snapshot(),
+      store: () => ({ kind: store.kind, description: storeLabel, connected: store.isConnected() }),
+      // The store component keeps upstream's name (`redis`) in /healthcheck; the page names the real store.
+      health: () =>
+        Object.entries(health.snapshot()).map(([component, healthy]) => ({ component, label: component === HEALTH_STORE ? `store (${storeLabel})` : component, healthy })),
       localCache: () => {
         const cache = service.localCache;
         if (cache === undefined) return undefined;

@@ -47,6 +47,18 @@ export const BACKEND_ALGORITHMS: Readonly<Record<Settings['backendType'], Algori
   memory: { kind: 'memory', algorithms: MEMORY_STORE_ALGORITHMS },
 };
 
+/** The configured store in words, for people (the operator page): `embedded memory`, `redis sentinel + per-second redis single`, `memcached`. */
+export function describeCounterStore(s: Settings): string {
+  switch (s.backendType) {
+    case 'memory':
+      return 'embedded memory';
+    case 'mcstore':
+      return 'memcached';
+    case 'redis':
+      return `redis ${s.kvstoreType}` + (s.kvstorePersecond ? ` + per-second redis ${s.kvstorePersecondType}` : '');
+  }
+}
+
 export function composeCounterStore(s: Settings, deps: ComposeStoreDeps): ComposedStore {
   const { clock, random, stats, logger } = deps;
   switch (s.backendType) {

@@ -46,10 +46,20 @@ export interface OperatorMonitorOptions {
 
 /** Live facts the monitor does not own, read when the state is asked for. */
 export interface OperatorContext {
-  store(): { kind: string; connected: boolean };
-  health(): Record<string, boolean>;
+  /** `kind` is the store's own name; `description` says what the settings configured (e.g. `redis sentinel`, `embedded memory`). */
+  store(): { kind: string; description: string; connected: boolean };
+  health(): readonly HealthLine[];
   localCache(): { entries: number; budgetBytes: number; hits: number; misses: number } | undefined;
   workers(): { mode: 'single' | 'worker'; id?: number; count: number };
+}
+
+/** One health component as the page shows it. */
+export interface HealthLine {
+  /** The component's name in /healthcheck and the logs (upstream's: `redis` for any counter store). */
+  readonly component: string;
+  /** What the page calls it: the store component names the store actually configured. */
+  readonly label: string;
+  readonly healthy: boolean;
 }
 
 export interface OperatorState {
@@ -76,8 +86,8 @@ export interface OperatorState {
     readonly complete: boolean;
   };
   readonly rates: RateHistoryView;
-  readonly store: { readonly kind: string; readonly connected: boolean; readonly latency: LatencyView };
-  readonly health: Record<string, boolean>;
+  readonly store: { readonly kind: string; readonly description: string; readonly connected: boolean; readonly latency: LatencyView };
+  readonly health: readonly HealthLine[];
   readonly localCache: ({ readonly enabled: true } & NonNullable<ReturnType<OperatorContext['localCache']>>) | { readonly enabled: false };
 }
 

@@ -222,9 +222,17 @@ describe('operator page JSON', () => {
   test('store, health, workers and local cache are reported', async () => {
     const { body } = await getJson<OperatorState>(`${f.base}/operator/api/state`);
     assert.equal(body.store.kind, 'memory');
+    assert.equal(body.store.description, 'embedded memory');
     assert.equal(body.store.connected, true);
     assert.ok(body.store.latency.samples >= 0);
-    assert.equal(body.health['redis'], true);
+    // The store component keeps upstream's name; the page's label names the store configured.
+    assert.deepEqual(
+      body.health.map((h) => [h.component, h.label, h.healthy]),
+      [
+        ['redis', 'store (embedded memory)', true],
+        ['sigterm', 'sigterm', true],
+      ],
+    );
     assert.deepEqual(body.process.workers, { mode: 'single', count: 1 });
     assert.deepEqual(body.localCache, { enabled: false });
   });
