@@ -3,9 +3,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '@rls/testkit';
-import type { CounterStore } from '@rls/engine';
+import { StatsStore, type CounterStore } from '@rls/engine';
 import { SpaceSaving, WindowedTopK } from './top-k.js';
 import { LatencyWindow, timedStore } from './store-latency.js';
+import { RateHistory } from './rate-history.js';
 import { MAX_NODES, RulesRecorder, specsOfFiles } from './rules-view.js';
 import { displayText } from './display-text.js';
 
@@ -132,6 +133,51 @@ test('top list: a sketch that dropped only light items stays complete when the h
   assert.ok(list.hiddenMax < 100);
   assert.equal(list.complete, true);
   assert.equal(list.entries[0]!.uncertain, false);
+});
+
+test('rate history: the baseline records totals, a counter created later counts from zero, tag sets of one key add up', () => {
+  const stats = new StatsStore();
+  const P = 'ratelimit.service.rate_limit.';
+  stats.counter(`${P}d.a.total_hits`).add(100);
+  const rh = new RateHistory(stats, 5, () => 0);
+  rh.sample(10_000);
+  stats.counter(`${P}d.a.total_hits`).add(3);
+  stats.counter(`${P}d.b.total_hits`).add(7);
+  stats.counter(`${P}d.b.over_limit`).add(2);
+  stats.counter(`${P}d.b.over_limit`, { shard: 'x' }).add(1);
+  stats.counter('ratelimit.other.total_hits').add(50);
+  rh.sample(20_000);
+  let v = rh.view();
+  assert.deepEqual(
+    v.series.map((x) => [x.key, x.hits, x.overLimit]),
+    [
+      ['d.b', [7], [3]],
+      ['d.a', [3], [0]],
+    ],
+  );
+  assert.deepEqual([v.totalHits, v.totalOverLimit], [[10], [3]]);
+  stats.counter(`${P}d.b.over_limit`, { shard: 'x' }).add(4);
+  rh.sample(30_000);
+  v = rh.view();
+  assert.deepEqual(v.series.find((x) => x.key === 'd.b')!.overLimit, [3, 4]);
+});
+
+test('rate history: a tick reads counter handles, not names (300,000 counters, a few ms, not 100)', () => {
+  const stats = new StatsStore({ maxSeriesPerGroup: Number.MAX_SAFE_INTEGER });
+  const names = ['total_hits', 'over_limit', 'near_limit', 'within_limit', 'shadow_mode', 'over_limit_with_local_cache'];
+  for (let i = 0; i < 50_000; i++) for (const n of names) stats.counter(`ratelimit.service.rate_limit.d.user_v${i}.${n}`).add(1);
+  const rh = new RateHistory(stats, 20, () => 0);
+  rh.sample(0);
+  let best = Infinity;
+  for (let k = 1; k <= 4; k++) {
+    for (let i = 0; i < 50_000; i += 50) stats.counter(`ratelimit.service.rate_limit.d.user_v${i}.total_hits`).add(1);
+    const t = performance.now();
+    rh.sample(k * 10_000);
+    best = Math.min(best, performance.now() - t);
+  }
+  // Parsing every name on every tick measured about 100 ms here; reading the handles about 15.
+  assert.ok(best < 50, `a tick over 300,000 counters took ${best.toFixed(1)} ms`);
+  assert.equal(rh.view().series.length, 20);
 });
 
 test('latency window: percentiles from log buckets (upper edge, within 19 %), one minute kept', () => {
