@@ -6,11 +6,12 @@
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { RateLimitError, RateLimitService, StatsStore, mathRandom, systemClock, type Clock, type CounterStore, type LimiterOptions, type RandomSource, type RuleSet } from '@rls/engine';
-import { composeCounterStore } from './compose-counter-store.js';
+import { composeCounterStore, describeCounterStore } from './compose-counter-store.js';
 import { HealthChecker, trackStoreHealth } from './health.js';
 import type { Logger } from './logger.js';
 import { fileProviderOptions, FileRuleProvider } from './provider/file-provider.js';
 import { createDebugServer, type DebugServer } from './server/debug-server.js';
+import { debugAccessPolicyOf } from './server/debug-settings.js';
 import { createGrpcServer, type GrpcServer } from './server/grpc-server.js';
 import { grpcLimitsOf } from './server/grpc-limits-settings.js';
 import { createHttpServer, type HttpServer } from './server/http-server.js';
@@ -225,6 +226,7 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
     logger: logger.child({ component: 'debug' }),
     timeouts: httpTimeoutsFrom(settings),
     maxConnections: settings.debugMaxConnections,
+    access: debugAccessPolicyOf(settings),
     operator: operator === undefined ? undefined : new OperatorRoutes({ mode: settings.operatorPage === 'on' ? 'on' : 'loopback', monitor: operator, context: operatorContext() }),
     counters:
       operator === undefined
@@ -243,9 +245,12 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
           }),
   });
   function operatorContext(): OperatorContext {
+    const storeLabel = describeCounterStore(settings);
     return {
-      store: () => ({ kind: store.kind, connected: store.isConnected() }),
-      health: () => health.snapshot(),
+      store: () => ({ kind: store.kind, description: storeLabel, connected: store.isConnected() }),
+      // The store component keeps upstream's name (`redis`) in /healthcheck; the page names the real store.
+      health: () =>
+        Object.entries(health.snapshot()).map(([component, healthy]) => ({ component, label: component === HEALTH_STORE ? `store (${storeLabel})` : component, healthy })),
       localCache: () => {
         const cache = service.localCache;
         if (cache === undefined) return undefined;

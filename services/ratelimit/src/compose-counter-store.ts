@@ -4,6 +4,7 @@
 // KVSTORE_PERSECOND is on) — and what waiting for it at start-up means. The stores themselves
 // receive plain options and know nothing of settings.
 import { MEMORY_STORE_ALGORITHMS, MemoryStore, type AlgorithmSupport, type Clock, type CounterStore, type RandomSource, type StatsStore } from '@rls/engine';
+import type { Secret } from '@rls/settings';
 import { ClusterStore } from './backends/cluster-store.js';
 import type { StoreLogger } from './backends/connection-pool.js';
 import type { KvstoreSettings, KvstoreType, PoolOnEmptyBehavior } from './backends/kvstore-settings.js';
@@ -45,6 +46,18 @@ export const BACKEND_ALGORITHMS: Readonly<Record<Settings['backendType'], Algori
   mcstore: { kind: 'memcached', algorithms: MEMCACHED_ALGORITHMS },
   memory: { kind: 'memory', algorithms: MEMORY_STORE_ALGORITHMS },
 };
+
+/** The configured store in words, for people (the operator page): `embedded memory`, `redis sentinel + per-second redis single`, `memcached`. */
+export function describeCounterStore(s: Settings): string {
+  switch (s.backendType) {
+    case 'memory':
+      return 'embedded memory';
+    case 'mcstore':
+      return 'memcached';
+    case 'redis':
+      return `redis ${s.kvstoreType}` + (s.kvstorePersecond ? ` + per-second redis ${s.kvstorePersecondType}` : '');
+  }
+}
 
 export function composeCounterStore(s: Settings, deps: ComposeStoreDeps): ComposedStore {
   const { clock, random, stats, logger } = deps;
@@ -102,8 +115,8 @@ interface OneStore {
   url: string;
   poolSize: number;
   timeoutMs: number;
-  auth: string;
-  sentinelAuth: string;
+  auth: Secret;
+  sentinelAuth: Secret;
   onEmpty: PoolOnEmptyBehavior;
   onEmptyWaitMs: number;
   pipelineWindowMs: number;
@@ -113,7 +126,7 @@ interface OneStore {
 
 function buildOne(o: OneStore, s: KvstoreSettings, deps: KvstoreDeps, component: string): WaitableStore {
   const base: Omit<RedisStoreOptions, 'url' | 'socketType'> = {
-    ...(o.auth !== '' ? { auth: o.auth } : {}),
+    ...(!o.auth.empty ? { auth: o.auth } : {}),
     poolSize: o.poolSize,
     timeoutMs: o.timeoutMs,
     onEmpty: o.onEmpty,
@@ -136,7 +149,7 @@ function buildOne(o: OneStore, s: KvstoreSettings, deps: KvstoreDeps, component:
     case 'single':
       return new RedisStore({ ...base, url: o.url, socketType: o.socketType });
     case 'sentinel':
-      return new SentinelStore({ ...base, url: o.url, ...(o.sentinelAuth !== '' ? { sentinelAuth: o.sentinelAuth } : {}) });
+      return new SentinelStore({ ...base, url: o.url, ...(!o.sentinelAuth.empty ? { sentinelAuth: o.sentinelAuth } : {}) });
     case 'cluster':
       return new ClusterStore({ ...base, nodes: o.url.split(',').map((x) => x.trim()) });
   }

@@ -15,6 +15,7 @@ import { checkKvstoreSettings, KVSTORE_SETTING_DEFS } from './backends/kvstore-s
 import { checkMcstoreSettings, MCSTORE_SETTING_DEFS } from './backends/memcached-settings.js';
 import { WORKER_SETTING_DEFS } from './cluster/worker-settings.js';
 import { OPERATOR_SETTING_DEFS } from './operator/operator-settings.js';
+import { DEBUG_SETTING_DEFS } from './server/debug-settings.js';
 import type { StatsSinksOptions } from './stats/stats-sinks.js';
 
 const str = (raw: string): string => raw;
@@ -75,8 +76,9 @@ export const SETTING_DEFS = {
       return lvl as 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal';
     },
   }),
-  debugHost: def({ name: 'DEBUG_HOST', default: '0.0.0.0', meaning: 'Bind host of the debug server (/rlconfig, /stats, /debug/pprof/). All interfaces, as upstream; the quick start binds it to 127.0.0.1 (profiles and heap snapshots expose process memory).', parse: str }),
+  debugHost: def({ name: 'DEBUG_HOST', default: '0.0.0.0', meaning: 'Bind host of the debug server (/rlconfig, /stats, /debug/pprof/, /operator/). All interfaces, as upstream; DEBUG_ACCESS decides which peers are answered (by default loopback ones only). The quick start binds it to 127.0.0.1 (profiles and heap snapshots expose process memory).', parse: str }),
   debugPort: def({ name: 'DEBUG_PORT', default: '6070', meaning: 'Port of the debug server.', parse: port }),
+  ...DEBUG_SETTING_DEFS,
   ...OPERATOR_SETTING_DEFS,
   shutdownDrainDelayMs: def({
     name: 'SHUTDOWN_DRAIN_DELAY',

@@ -14,7 +14,7 @@
 // by its timeout) or fail at once when every connection waits to reconnect.
 import { type ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 import { StoreError, mathRandom, type Counter, type Gauge, type RandomSource, type StatsStore } from '@rls/engine';
-import { encodeCommand, HandshakeReplies } from './redis-commands.js';
+import { encodeHandshake, HandshakeReplies, type HandshakeCommand } from './redis-commands.js';
 import { RespConnection, type ConnectionEvents, type ReplyHandler, type RespEndpoint } from './resp-connection.js';
 import type { RespReply } from './resp-parser.js';
 
@@ -33,7 +33,7 @@ export interface ConnectionPoolOptions {
   size: number;
   timeoutMs: number;
   /** Commands sent on every new connection before PING (AUTH, READONLY...). */
-  handshake?: readonly (readonly string[])[] | undefined;
+  handshake?: readonly HandshakeCommand[] | undefined;
   /** Checks the handshake replies (the last one answers PING); returns why the connection is unusable. */
   validateHandshake?: ((replies: readonly RespReply[]) => string | undefined) | undefined;
   onEmpty?: OnEmptyBehavior | undefined;
@@ -230,7 +230,7 @@ export class ConnectionPool {
   private newConnection(): RespConnection {
     const o = this.opts;
     const pre = o.handshake ?? [];
-    const commands = pre.map((c) => encodeCommand(c)).join('') + encodeCommand(['PING']);
+    const commands = encodeHandshake(pre);
     const conn: RespConnection = new RespConnection({
       endpoint: this.endpoint,
       timeoutMs: o.timeoutMs,

@@ -2,7 +2,7 @@
 // into SETTING_DEFS, plus the cross-field checks (URL format per type, TLS file pairs, deprecated
 // variables) that need several of them at once. Seed names first, upstream REDIS_* names as aliases.
 import { existsSync } from 'node:fs';
-import { def, type ParseContext, clampedInt, nonNegativeDurationMs, parseBool, parseEnum, parseGoInt, parseSignedDurationMs, positiveDurationMs } from '@rls/settings';
+import { def, type ParseContext, clampedInt, nonNegativeDurationMs, parseBool, parseEnum, parseGoInt, parseSecret, parseSignedDurationMs, positiveDurationMs, redactSecret } from '@rls/settings';
 
 const str = (raw: string): string => raw;
 const bool = (raw: string): boolean => (raw === '' ? false : parseBool(raw));
@@ -52,8 +52,8 @@ export const KVSTORE_SETTING_DEFS = {
   kvstoreUrl: def({ name: 'KVSTORE_URL', aliases: ['REDIS_URL'], default: '/var/run/nutcracker/ratelimit.sock', meaning: URL_MEANING, parse: str }),
   kvstorePoolSize: def({ name: 'KVSTORE_POOL_SIZE', aliases: ['REDIS_POOL_SIZE'], default: '10', meaning: 'Connections to Redis (per node in cluster mode), 1–1024 (other values are clamped with a warning). Connections pipeline; one counts as busy with 64 calls awaiting replies.', parse: poolSize }),
   kvstoreTimeoutMs: def({ name: 'KVSTORE_TIMEOUT', aliases: ['REDIS_TIMEOUT'], default: '10s', meaning: 'Bound on connect, read and write to Redis (duration); a call fails with a store error after it. 0 or less (upstream: no dial timeout) means 10s, with a warning.', parse: timeout }),
-  kvstoreAuth: def({ name: 'KVSTORE_AUTH', aliases: ['REDIS_AUTH'], default: '', meaning: '`password` or `user:password` (Redis ACL user; split at the first `:`) for master, replica and cluster nodes.', parse: str }),
-  kvstoreSentinelAuth: def({ name: 'KVSTORE_SENTINEL_AUTH', aliases: ['REDIS_SENTINEL_AUTH'], default: '', meaning: '`password` or `user:password` for the sentinels (type sentinel only); empty: no AUTH sent to sentinels.', parse: str }),
+  kvstoreAuth: def({ name: 'KVSTORE_AUTH', aliases: ['REDIS_AUTH'], default: '', meaning: '`password` or `user:password` (Redis ACL user; split at the first `:`) for master, replica and cluster nodes.', parse: parseSecret, redact: redactSecret }),
+  kvstoreSentinelAuth: def({ name: 'KVSTORE_SENTINEL_AUTH', aliases: ['REDIS_SENTINEL_AUTH'], default: '', meaning: '`password` or `user:password` for the sentinels (type sentinel only); empty: no AUTH sent to sentinels.', parse: parseSecret, redact: redactSecret }),
   kvstorePoolOnEmptyBehavior: def({
     name: 'KVSTORE_POOL_ON_EMPTY_BEHAVIOR',
     aliases: ['REDIS_POOL_ON_EMPTY_BEHAVIOR'],
@@ -104,8 +104,8 @@ export const KVSTORE_SETTING_DEFS = {
   kvstorePersecondUrl: def({ name: 'KVSTORE_PERSECOND_URL', aliases: ['REDIS_PERSECOND_URL'], default: '/var/run/nutcracker/ratelimitpersecond.sock', meaning: 'As KVSTORE_URL, for the per-second store.', parse: str }),
   kvstorePersecondPoolSize: def({ name: 'KVSTORE_PERSECOND_POOL_SIZE', aliases: ['REDIS_PERSECOND_POOL_SIZE'], default: '10', meaning: 'As KVSTORE_POOL_SIZE, for the per-second store.', parse: poolSize }),
   kvstorePersecondTimeoutMs: def({ name: 'KVSTORE_PERSECOND_TIMEOUT', aliases: ['REDIS_PERSECOND_TIMEOUT'], default: '10s', meaning: 'As KVSTORE_TIMEOUT, for the per-second store.', parse: timeout }),
-  kvstorePersecondAuth: def({ name: 'KVSTORE_PERSECOND_AUTH', aliases: ['REDIS_PERSECOND_AUTH'], default: '', meaning: 'As KVSTORE_AUTH, for the per-second store.', parse: str }),
-  kvstorePersecondSentinelAuth: def({ name: 'KVSTORE_PERSECOND_SENTINEL_AUTH', aliases: ['REDIS_PERSECOND_SENTINEL_AUTH'], default: '', meaning: 'As KVSTORE_SENTINEL_AUTH, for the per-second store.', parse: str }),
+  kvstorePersecondAuth: def({ name: 'KVSTORE_PERSECOND_AUTH', aliases: ['REDIS_PERSECOND_AUTH'], default: '', meaning: 'As KVSTORE_AUTH, for the per-second store.', parse: parseSecret, redact: redactSecret }),
+  kvstorePersecondSentinelAuth: def({ name: 'KVSTORE_PERSECOND_SENTINEL_AUTH', aliases: ['REDIS_PERSECOND_SENTINEL_AUTH'], default: '', meaning: 'As KVSTORE_SENTINEL_AUTH, for the per-second store.', parse: parseSecret, redact: redactSecret }),
   kvstorePersecondPoolOnEmptyBehavior: def({ name: 'KVSTORE_PERSECOND_POOL_ON_EMPTY_BEHAVIOR', aliases: ['REDIS_PERSECOND_POOL_ON_EMPTY_BEHAVIOR'], default: 'CREATE', meaning: 'As KVSTORE_POOL_ON_EMPTY_BEHAVIOR, for the per-second store.', parse: onEmpty }),
   kvstorePersecondPoolOnEmptyWaitMs: def({ name: 'KVSTORE_PERSECOND_POOL_ON_EMPTY_WAIT_DURATION', aliases: ['REDIS_PERSECOND_POOL_ON_EMPTY_WAIT_DURATION'], default: '1s', meaning: 'As KVSTORE_POOL_ON_EMPTY_WAIT_DURATION, for the per-second store.', parse: durationMs }),
   kvstorePersecondPipelineWindowMs: def({ name: 'KVSTORE_PERSECOND_PIPELINE_WINDOW', aliases: ['REDIS_PERSECOND_PIPELINE_WINDOW'], default: '0', meaning: 'As KVSTORE_PIPELINE_WINDOW, for the per-second store.', parse: durationMs }),

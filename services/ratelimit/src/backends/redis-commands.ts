@@ -13,6 +13,14 @@ export function encodeCommand(parts: readonly string[]): string {
   return s;
 }
 
+/** A handshake command: its argument strings, or a command already encoded (AUTH, whose password lives only in Buffers). */
+export type HandshakeCommand = readonly string[] | Buffer;
+
+/** The handshake commands and a closing PING, encoded as one Buffer (no string ever holds a password). */
+export function encodeHandshake(commands: readonly HandshakeCommand[]): Buffer {
+  return Buffer.concat([...commands.map((c) => (Buffer.isBuffer(c) ? c : Buffer.from(encodeCommand(c)))), Buffer.from(encodeCommand(['PING']))]);
+}
+
 /** `INCRBY key addend` + `EXPIRE key seconds` for every op, in op order. */
 export function encodeIncrements(ops: readonly CounterOp[]): string {
   let s = '';

@@ -5,8 +5,9 @@
 // compares this client with ioredis.
 import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 import { StoreError, type Algorithm, type CounterOp, type CounterStore, type OpResult, type RandomSource, type StatsStore } from '@rls/engine';
+import type { Secret } from '@rls/settings';
 import { ConnectionPool, type OnEmptyBehavior, type StoreLogger } from './connection-pool.js';
-import { encodeCommand, encodeExecute, encodeIncrements, ExecuteReplies, IncrementReplies, MgetReply, RawReplies } from './redis-commands.js';
+import { encodeCommand, encodeExecute, encodeIncrements, ExecuteReplies, IncrementReplies, MgetReply, RawReplies, type HandshakeCommand } from './redis-commands.js';
 import type { RespEndpoint } from './resp-connection.js';
 
 export type { StoreLogger } from './connection-pool.js';
@@ -15,8 +16,8 @@ export interface RedisStoreOptions {
   /** `host:port` (tcp) or a unix socket path (unix). */
   url: string;
   socketType: 'tcp' | 'unix';
-  /** `password` or `user:password` (split at the first `:`). */
-  auth?: string | undefined;
+  /** `password` or `user:password` (split at the first `:`), kept out of strings (see authHandshake). */
+  auth?: Secret | undefined;
   /** Number of connections (KVSTORE_POOL_SIZE). */
   poolSize: number;
   /** Bound for connecting and for every call, in milliseconds (KVSTORE_TIMEOUT). */
@@ -60,11 +61,21 @@ export function parseRedisEndpoint(url: string, socketType: 'tcp' | 'unix'): Res
   return { kind: 'tcp', host, port };
 }
 
-/** AUTH arguments for `password` or `user:password`; undefined when no auth is configured. */
-export function authCommand(auth: string | undefined): string[] | undefined {
-  if (auth === undefined || auth.length === 0) return undefined;
-  const i = auth.indexOf(':');
-  return i < 0 ? ['AUTH', auth] : ['AUTH', auth.slice(0, i), auth.slice(i + 1)];
+/**
+ * The encoded `AUTH password` or `AUTH user password` (split at the first `:`) command, built from
+ * the secret's bytes without making a string of them: a heap snapshot of the process shows strings
+ * but not Buffer contents. Undefined when no auth is configured.
+ */
+export function authHandshake(auth: Secret | undefined): Buffer | undefined {
+  if (auth === undefined || auth.empty) return undefined;
+  const bytes = auth.copyBytes();
+  const i = bytes.indexOf(0x3a);
+  const args = i < 0 ? [bytes] : [bytes.subarray(0, i), bytes.subarray(i + 1)];
+  const parts: Buffer[] = [Buffer.from(`*${args.length + 1}\r\n$4\r\nAUTH\r\n`)];
+  for (const a of args) parts.push(Buffer.from(`$${a.length}\r\n`), a, Buffer.from('\r\n'));
+  const command = Buffer.concat(parts);
+  bytes.fill(0);
+  return command;
 }
 
 /** Hides credentials that a URL may carry (`scheme://user:pass@host` or `pass@host`). */
@@ -79,8 +90,8 @@ export function poolOptionsFrom(opts: Omit<RedisStoreOptions, 'url' | 'socketTyp
     label,
     size: opts.poolSize,
     timeoutMs: opts.timeoutMs,
-    handshake: ((): string[][] => {
-      const a = authCommand(opts.auth);
+    handshake: ((): HandshakeCommand[] => {
+      const a = authHandshake(opts.auth);
       return a !== undefined ? [a] : [];
     })(),
     onEmpty: opts.onEmpty ?? 'WAIT',

@@ -40,7 +40,7 @@ export interface RespConnectionOptions {
   endpoint: RespEndpoint;
   timeoutMs: number;
   /** Encoded commands sent first on every new socket (AUTH, PING) and the handler of their replies. */
-  handshake: () => { commands: string; handler: ReplyHandler };
+  handshake: () => { commands: Buffer; handler: ReplyHandler };
   backoffMinMs: number;
   backoffMaxMs: number;
   random: RandomSource;
@@ -65,6 +65,8 @@ export class RespConnection {
   private queue: (ReplyHandler | undefined)[] = [];
   private head = 0;
   private out = '';
+  /** The new socket's handshake, written before `out` (a Buffer: it may carry a password, which no string may hold). */
+  private handshakeBytes: Buffer | undefined;
   private flushScheduled = false;
   private watchdog: NodeJS.Timeout | undefined;
   private reconnectTimer: NodeJS.Timeout | undefined;
@@ -116,7 +118,7 @@ export class RespConnection {
     hs.handler.deadline = this.opts.now() + this.opts.timeoutMs;
     // The handshake goes before anything queued while the previous socket was being replaced.
     this.queue.splice(this.head, 0, hs.handler);
-    this.out = hs.commands + this.out;
+    this.handshakeBytes = hs.commands;
     this.scheduleFlush();
     this.armWatchdog();
   }
@@ -209,8 +211,16 @@ export class RespConnection {
 
   private flush(): void {
     this.flushScheduled = false;
-    if (this.out.length === 0 || this.sock === undefined) return;
-    this.sock.write(this.out);
+    const hs = this.handshakeBytes;
+    if ((this.out.length === 0 && hs === undefined) || this.sock === undefined) return;
+    if (hs !== undefined) {
+      // One write either way: corked, the handshake and the queued commands leave together.
+      this.sock.cork();
+      this.sock.write(hs);
+      this.handshakeBytes = undefined;
+      if (this.out.length > 0) this.sock.write(this.out);
+      this.sock.uncork();
+    } else this.sock.write(this.out);
     this.out = '';
     this.opts.events.onFlush(this);
   }
@@ -273,6 +283,7 @@ export class RespConnection {
     const wasReady = this.state === 'ready';
     this.lastError = err;
     this.out = '';
+    this.handshakeBytes = undefined;
     this.stopWatchdog();
     this.failAll(err);
     if (local) this.opts.events.onLocalClose(this);

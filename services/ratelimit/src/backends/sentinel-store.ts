@@ -12,9 +12,10 @@
 // KVSTORE_SENTINEL_AUTH authenticates to the sentinels only; KVSTORE_AUTH to the data nodes. TLS
 // settings apply to both. "Connected" means a verified connection to the current master is up.
 import { StoreError, mathRandom, type Algorithm, type CounterOp, type CounterStore, type OpResult } from '@rls/engine';
+import type { Secret } from '@rls/settings';
 import { ConnectionPool } from './connection-pool.js';
-import { authCommand, deleteVia, executeVia, getVia, incrementVia, parseRedisEndpoint, poolOptionsFrom, REDIS_ALGORITHMS, type RedisStoreOptions } from './redis-store.js';
-import { encodeCommand, HandshakeReplies, RawReplies } from './redis-commands.js';
+import { authHandshake, deleteVia, executeVia, getVia, incrementVia, parseRedisEndpoint, poolOptionsFrom, REDIS_ALGORITHMS, type RedisStoreOptions } from './redis-store.js';
+import { encodeCommand, encodeHandshake, HandshakeReplies, RawReplies, type HandshakeCommand } from './redis-commands.js';
 import { RespConnection, type ReplyHandler, type RespEndpoint } from './resp-connection.js';
 import { RespErrorReply, type RespReply } from './resp-parser.js';
 import { SENTINEL_URL_ERROR } from './kvstore-settings.js';
@@ -23,7 +24,7 @@ export type SentinelStoreOptions = Omit<RedisStoreOptions, 'url' | 'socketType'>
   /** KVSTORE_URL: `<master name>,<sentinel host:port>,...`. */
   url: string;
   /** KVSTORE_SENTINEL_AUTH. */
-  sentinelAuth?: string | undefined;
+  sentinelAuth?: Secret | undefined;
   /** Least time between two master look-ups triggered by connection errors, ms (default 250). */
   requeryMinIntervalMs?: number | undefined;
 };
@@ -77,8 +78,8 @@ export class SentinelStore implements CounterStore {
     const { masterName, sentinels } = parseSentinelUrl(opts.url);
     this.masterName = masterName;
     this.sentinels = sentinels.map((s) => parseRedisEndpoint(s, 'tcp'));
-    const sentinelHandshake = ((): string[][] => {
-      const a = authCommand(opts.sentinelAuth);
+    const sentinelHandshake = ((): HandshakeCommand[] => {
+      const a = authHandshake(opts.sentinelAuth);
       return a !== undefined ? [a] : [];
     })();
     // One small pool per sentinel for look-ups: a down sentinel fails fast and the next is asked.
@@ -96,13 +97,13 @@ export class SentinelStore implements CounterStore {
           reconnectMaxMs: opts.reconnectMaxMs,
         }),
     );
-    const hsText = sentinelHandshake.map((c) => encodeCommand(c)).join('') + encodeCommand(['PING']);
+    const hsBytes = encodeHandshake(sentinelHandshake);
     const watcher: RespConnection = new RespConnection({
       endpoint: this.sentinels[0] as RespEndpoint,
       nextEndpoint: () => this.sentinels[this.nextSentinel++ % this.sentinels.length] as RespEndpoint,
       timeoutMs: opts.timeoutMs,
       handshake: () => ({
-        commands: hsText,
+        commands: hsBytes,
         handler: new HandshakeReplies(sentinelHandshake.length + 1, (err) => (err === undefined ? watcher.markReady() : watcher.rejectHandshake(err))),
       }),
       backoffMinMs: opts.reconnectMinMs ?? 50,

@@ -13,7 +13,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { counterView, limitKeys, unitName, type Clock, type Counter, type CounterStore, type DescriptorEntry, type Limit, type LocalOverLimitCache, type RuleSet, type StatsStore } from '@rls/engine';
 import type { RequestLimits } from '@rls/rls-proto';
-import { isLoopbackAddress, isLoopbackHost } from './operator-routes.js';
+import { isLoopbackAddress, isLoopbackHost } from '../server/debug-access.js';
 
 export const COUNTERS_PATH = '/counters';
 export const COUNTERS_RESET_PATH = '/counters/reset';

@@ -7,7 +7,8 @@ import { Code, type Clock, type CounterStore, type DescriptorStatus, type Random
 import { decodeRateLimitRequest, type RequestLimits } from '@rls/rls-proto';
 import type { EncodedShouldRateLimitFn, EncodedShouldRateLimitWrapper, ShouldRateLimitFn } from '../server/grpc-server-types.js';
 import { BUCKET_MS, RateHistory, type RateHistoryView } from './rate-history.js';
-import { RulesRecorder, truncate, type RulesView } from './rules-view.js';
+import { displayText } from './display-text.js';
+import { RulesRecorder, type RulesView } from './rules-view.js';
 import { LatencyWindow, timedStore, type LatencyView } from './store-latency.js';
 import { WindowedTopK } from './top-k.js';
 
@@ -45,8 +46,9 @@ export interface OperatorMonitorOptions {
 
 /** Live facts the monitor does not own, read when the state is asked for. */
 export interface OperatorContext {
-  store(): { kind: string; connected: boolean };
-  health(): Record<string, boolean>;
+  /** `kind` is the store's own name; `description` says what the settings configured (e.g. `redis sentinel`, `embedded memory`). */
+  store(): { kind: string; description: string; connected: boolean };
+  health(): readonly HealthLine[];
   localCache(): { entries: number; budgetBytes: number; hits: number; misses: number } | undefined;
   workers(): { mode: 'single' | 'worker'; id?: number; count: number } & Partial<WorkerSupervision>;
 }
@@ -61,6 +63,15 @@ export interface WorkerSupervision {
   readonly nextStartAt?: number;
 }
 
+/** One health component as the page shows it. */
+export interface HealthLine {
+  /** The component's name in /healthcheck and the logs (upstream's: `redis` for any counter store). */
+  readonly component: string;
+  /** What the page calls it: the store component names the store actually configured. */
+  readonly label: string;
+  readonly healthy: boolean;
+}
+
 export interface OperatorState {
   readonly now: number;
   readonly process: { readonly pid: number; readonly uptimeSeconds: number; readonly workers: ReturnType<OperatorContext['workers']> };
@@ -68,11 +79,25 @@ export interface OperatorState {
     readonly windowMs: number;
     readonly sampleEvery: number;
     readonly capacity: number;
-    readonly entries: readonly { readonly domain: string; readonly entries: TopItem['entries']; readonly more: boolean; readonly count: number; readonly error: number }[];
+    readonly entries: readonly {
+      readonly domain: string;
+      readonly entries: TopItem['entries'];
+      readonly more: boolean;
+      readonly count: number;
+      readonly error: number;
+      /** A descriptor that is not listed may have been counted more than this one's lower bound (`count - error`). */
+      readonly uncertain: boolean;
+    }[];
+    /** Descriptors the sketch replaced in the window (more distinct over-limit descriptors than `capacity` in a slot). */
+    readonly dropped: number;
+    /** The most a descriptor that is not listed can have been counted in the window (estimated over-limit hits). */
+    readonly hiddenMax: number;
+    /** False when a descriptor that is not listed may rank above a listed one: the list cannot be trusted. */
+    readonly complete: boolean;
   };
   readonly rates: RateHistoryView;
-  readonly store: { readonly kind: string; readonly connected: boolean; readonly latency: LatencyView };
-  readonly health: Record<string, boolean>;
+  readonly store: { readonly kind: string; readonly description: string; readonly connected: boolean; readonly latency: LatencyView };
+  readonly health: readonly HealthLine[];
   readonly localCache: ({ readonly enabled: true } & NonNullable<ReturnType<OperatorContext['localCache']>>) | { readonly enabled: false };
 }
 
@@ -125,7 +150,8 @@ export class OperatorMonitor {
   }
 
   private count(domain: string, entries: readonly { key: string; value: string }[]): void {
-    // The id is built from the truncated text, so it is bounded too; the label only for a newcomer.
+    // The id is built from the display text (escaped and cut), so it is bounded too; the label only
+    // for a newcomer.
     // Over-limit traffic mostly repeats one descriptor: the last id is reused (building and hashing
     // a fresh string is most of a sample's cost).
     const n = Math.min(entries.length, MAX_TOP_ENTRIES);
@@ -133,13 +159,13 @@ export class OperatorMonitor {
     const last = this.lastId;
     if (last !== undefined && last.domain === domain && sameEntries(last.entries, entries, n)) id = last.id;
     else {
-      id = truncate(domain);
-      for (let i = 0; i < n; i++) id += '\u0000' + truncate(entries[i]!.key) + '\u0001' + truncate(entries[i]!.value);
+      id = displayText(domain);
+      for (let i = 0; i < n; i++) id += '\u0000' + displayText(entries[i]!.key) + '\u0001' + displayText(entries[i]!.value);
       this.lastId = { domain, entries: entries.slice(0, n).map((e) => ({ key: e.key, value: e.value })), id };
     }
     const item = (): TopItem => ({
-      domain: truncate(domain),
-      entries: entries.slice(0, n).map((e) => ({ key: truncate(e.key), value: truncate(e.value) })),
+      domain: displayText(domain),
+      entries: entries.slice(0, n).map((e) => ({ key: displayText(e.key), value: displayText(e.value) })),
       more: entries.length > MAX_TOP_ENTRIES,
     });
     this.top.add(id, item, this.opts.sampleEvery, this.opts.clock.now());
@@ -215,6 +241,7 @@ export class OperatorMonitor {
   state(ctx: OperatorContext): OperatorState {
     const now = this.opts.clock.now();
     const cache = ctx.localCache();
+    const top = this.top.top(Math.min(TOP_SHOWN, this.top.capacity), now);
     return {
       now,
       process: { pid: process.pid, uptimeSeconds: Math.round((now - this.startedAt) / 1000), workers: ctx.workers() },
@@ -222,7 +249,10 @@ export class OperatorMonitor {
         windowMs: this.top.slotMs * 2,
         sampleEvery: this.opts.sampleEvery,
         capacity: this.top.capacity,
-        entries: this.top.top(Math.min(TOP_SHOWN, this.top.capacity), now).map((e) => ({ domain: e.item.domain, entries: e.item.entries, more: e.item.more, count: e.count, error: e.error })),
+        entries: top.entries.map((e) => ({ domain: e.item.domain, entries: e.item.entries, more: e.item.more, count: e.count, error: e.error, uncertain: e.uncertain })),
+        dropped: top.dropped,
+        hiddenMax: top.hiddenMax,
+        complete: top.complete,
       },
       rates: this.rates.view(),
       store: { ...ctx.store(), latency: this.latency.view(now) },

@@ -4,9 +4,11 @@
 //   /operator/api/state   top list, rates, store, health, local cache, workers (polled every 5 s)
 //   /operator/api/rules   rule tree and reload history (ETag: a poll with If-None-Match gets 304)
 // OPERATOR_PAGE=loopback (the default) answers only clients on a loopback address that name a
-// loopback host (so a DNS-rebound web page cannot read it either); `on` answers every client.
+// loopback host (so a DNS-rebound web page cannot read it either), whatever DEBUG_ACCESS says;
+// `on` answers every client the debug server admits (its access rule runs before any route).
 import { existsSync, readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isLoopbackAddress, isLoopbackHost } from '../server/debug-access.js';
 import type { OperatorContext, OperatorMonitor } from './operator-monitor.js';
 import type { OperatorPageMode } from './operator-settings.js';
 
@@ -38,20 +40,6 @@ export interface OperatorRoutesOptions {
   readonly context: OperatorContext;
 }
 
-export function isLoopbackAddress(addr: string | undefined): boolean {
-  if (addr === undefined) return false;
-  const a = addr.startsWith('::ffff:') ? addr.slice(7) : addr;
-  return a === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(a);
-}
-
-/** `localhost`, `*.localhost`, 127.x.y.z or [::1], with or without a port. */
-export function isLoopbackHost(host: string | undefined): boolean {
-  if (host === undefined) return false;
-  const h = host.toLowerCase();
-  const name = h.startsWith('[') ? h.slice(0, h.indexOf(']') + 1) : h.replace(/:\d+$/, '');
-  return name === 'localhost' || name.endsWith('.localhost') || name === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name);
-}
-
 function send(res: ServerResponse, status: number, type: string, body: string | Buffer, extra: Record<string, string> = {}): void {
   res.writeHead(status, { ...SECURITY_HEADERS, 'content-type': type, 'content-length': Buffer.byteLength(body), ...extra });
   res.end(body);
@@ -71,7 +59,7 @@ export class OperatorRoutes {
         res,
         403,
         'text/plain; charset=utf-8',
-        'the operator page answers only loopback clients that name a loopback host (OPERATOR_PAGE=loopback); reach it through 127.0.0.1 (ssh -L or kubectl port-forward), or set OPERATOR_PAGE=on on a private network\n',
+        'the operator page answers only loopback clients that name a loopback host (OPERATOR_PAGE=loopback); reach it through 127.0.0.1 (ssh -L or kubectl port-forward), or set OPERATOR_PAGE=on to let it follow the debug server\'s rule (DEBUG_ACCESS, DEBUG_ALLOWED_HOSTS)\n',
       );
       return true;
     }

@@ -9,7 +9,7 @@ export const OPERATOR_SETTING_DEFS = {
     name: 'OPERATOR_PAGE',
     default: 'loopback',
     meaning:
-      'The operator page and its JSON under /operator on the debug server. `loopback`: answered only to clients connecting from 127.0.0.0/8 or ::1 that name a loopback host (127.x, [::1], localhost), others get 403, whatever DEBUG_HOST binds; `on`: answered to every client that reaches the debug port (keep that on a private network); `off`: not served and nothing is recorded for it.',
+      'The operator page and its JSON under /operator on the debug server. `loopback`: answered only to clients connecting from 127.0.0.0/8 or ::1 that name a loopback host (127.x, [::1], localhost), others get 403, whatever DEBUG_HOST binds; `on`: answered to every client the debug server admits (DEBUG_ACCESS, DEBUG_ALLOWED_HOSTS); `off`: not served and nothing is recorded for it.',
     parse: (raw): OperatorPageMode => parseEnum(raw.trim(), ['loopback', 'on', 'off'] as const),
   }),
   operatorTopSize: def({

@@ -3,7 +3,16 @@
 // `.over_limit`): a timer reads them every bucket (10 s) and keeps the differences in fixed rings,
 // so the request path pays nothing. At most `maxKeys` statistics keys are charted: the busiest over
 // the window; a quieter one gives its place to a busier newcomer.
-import { RATE_LIMIT_STATS_PREFIX, type StatsStore } from '@rls/engine';
+//
+// Clients create statistics (a detailed_metric rule has one set per value, up to
+// STATS_MAX_SERIES_PER_RULE per rule), so the work of a tick must not be string work per statistic:
+// each counter is looked at by name once, when it is new, and kept as a (hits, over-limit) pair of
+// handles; a tick reads the pairs' totals. Measured on the shared 2-core machine: 300,000 counters
+// took about 100 ms per tick when every name was parsed each time (a stall every 10 s), 15-20 ms
+// now; 1.2 million, 470 ms then and about 50 ms now. Counters of one key with different tag sets
+// are added up (they used to overwrite each other's previous total).
+import { RATE_LIMIT_STATS_PREFIX, type Counter, type StatsStore } from '@rls/engine';
+import { displayText } from './display-text.js';
 
 export const BUCKET_MS = 10_000;
 /** 90 × 10 s = 15 minutes. */
@@ -12,13 +21,34 @@ export const BUCKETS = 90;
 const HITS_SUFFIX = '.total_hits';
 const OVER_SUFFIX = '.over_limit';
 
+/** One statistics key's counters (one per tag set, usually one), with their totals at the last tick (NaN: not read yet). */
+interface Pair {
+  readonly key: string;
+  readonly hits: Counter[];
+  readonly over: Counter[];
+  lastHits: number;
+  lastOver: number;
+}
+
+function total(counters: readonly Counter[]): number {
+  let t = 0;
+  for (const c of counters) t += c.total;
+  return t;
+}
+
 interface Tracked {
   readonly hits: Float64Array;
   readonly over: Float64Array;
 }
 
+/** Bound of a chart's caption (a statistics key embeds descriptor values, which clients choose). */
+export const MAX_SERIES_KEY = 128;
+
 export interface RateSeries {
-  /** The statistics key (`domain.key_value…`: the rule path, or one value of a detailed_metric rule). */
+  /**
+   * The statistics key (`domain.key_value…`: the rule path, or one value of a detailed_metric
+   * rule), escaped and cut at MAX_SERIES_KEY characters for display (display-text.ts).
+   */
   readonly key: string;
   /** Hits per bucket, oldest first (a hit is one unit of `hits_addend`). */
   readonly hits: number[];
@@ -40,7 +70,10 @@ export interface RateHistoryView {
 }
 
 export class RateHistory {
-  private readonly last = new Map<string, { hits: number; over: number }>();
+  private readonly pairsByKey = new Map<string, Pair>();
+  private readonly pairs: Pair[] = [];
+  /** Counters of the registry already looked at (the registry only grows, in insertion order). */
+  private classified = 0;
   private readonly tracked = new Map<string, Tracked>();
   private readonly requests = new Float64Array(BUCKETS);
   private readonly totalHits = new Float64Array(BUCKETS);
@@ -57,31 +90,43 @@ export class RateHistory {
     private readonly decisions: () => number,
   ) {}
 
-  /** Reads the counters and closes one bucket (the first call only takes the baseline). */
-  sample(nowMs: number): void {
-    const deltas = new Map<string, { hits: number; over: number }>();
+  /** Pairs up the counters created since the last tick (the only per-name work). */
+  private classifyNew(): void {
+    let i = 0;
     for (const c of this.stats.allCounters()) {
+      if (i++ < this.classified) continue;
       const name = c.name;
       if (!name.startsWith(RATE_LIMIT_STATS_PREFIX)) continue;
       const isHits = name.endsWith(HITS_SUFFIX);
       if (!isHits && !name.endsWith(OVER_SUFFIX)) continue;
       const key = name.slice(RATE_LIMIT_STATS_PREFIX.length, name.length - (isHits ? HITS_SUFFIX.length : OVER_SUFFIX.length));
-      let prev = this.last.get(key);
-      if (prev === undefined) {
-        prev = { hits: Number.NaN, over: Number.NaN };
-        this.last.set(key, prev);
+      let pair = this.pairsByKey.get(key);
+      if (pair === undefined) {
+        pair = { key, hits: [], over: [], lastHits: Number.NaN, lastOver: Number.NaN };
+        this.pairsByKey.set(key, pair);
+        this.pairs.push(pair);
       }
-      const value = c.total;
-      const before = isHits ? prev.hits : prev.over;
-      // A key seen for the first time counts from zero (its counter was created since the last sample).
-      const delta = Math.max(0, value - (Number.isNaN(before) ? (this.endAt === 0 ? value : 0) : before));
-      if (isHits) prev.hits = value;
-      else prev.over = value;
-      if (delta === 0) continue;
-      let d = deltas.get(key);
-      if (d === undefined) deltas.set(key, (d = { hits: 0, over: 0 }));
-      if (isHits) d.hits += delta;
-      else d.over += delta;
+      (isHits ? pair.hits : pair.over).push(c);
+    }
+    this.classified = i;
+  }
+
+  /** Reads the counters and closes one bucket (the first call only takes the baseline). */
+  sample(nowMs: number): void {
+    this.classifyNew();
+    const baseline = this.endAt === 0;
+    // A counter seen for the first time counts from zero (it was created since the last tick),
+    // except at the baseline, which only records where every counter stands.
+    const delta = (value: number, before: number): number => Math.max(0, value - (Number.isNaN(before) ? (baseline ? value : 0) : before));
+    const deltas = new Map<string, { hits: number; over: number }>();
+    for (const p of this.pairs) {
+      const hitsNow = total(p.hits);
+      const overNow = total(p.over);
+      const hits = p.hits.length === 0 ? 0 : delta(hitsNow, p.lastHits);
+      const over = p.over.length === 0 ? 0 : delta(overNow, p.lastOver);
+      if (p.hits.length > 0) p.lastHits = hitsNow;
+      if (p.over.length > 0) p.lastOver = overNow;
+      if (hits !== 0 || over !== 0) deltas.set(p.key, { hits, over });
     }
     const requestsNow = this.decisions();
     const requestsDelta = this.lastRequests === undefined ? 0 : Math.max(0, requestsNow - this.lastRequests);
@@ -139,7 +184,8 @@ export class RateHistory {
     const n = Math.min(this.filled, BUCKETS);
     const series = [...this.tracked.entries()]
       .map(([key, t]) => ({ key, hits: this.ordered(t.hits), overLimit: this.ordered(t.over) }))
-      .sort((a, b) => sumArr(b.hits) + sumArr(b.overLimit) - (sumArr(a.hits) + sumArr(a.overLimit)) || (a.key < b.key ? -1 : 1));
+      .sort((a, b) => sumArr(b.hits) + sumArr(b.overLimit) - (sumArr(a.hits) + sumArr(a.overLimit)) || (a.key < b.key ? -1 : 1))
+      .map((s) => ({ ...s, key: displayText(s.key, MAX_SERIES_KEY) }));
     return {
       bucketMs: BUCKET_MS,
       buckets: n,

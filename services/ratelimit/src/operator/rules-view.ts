@@ -1,25 +1,19 @@
 // The rules as the operator page shows them: each domain's descriptor tree with the source it came
 // from (a rule file, or an xDS resource and the update's version), and the reload history. Built
 // from the same sources the last good load compiled — once per load, never per request — and
-// bounded: at most MAX_NODES descriptors, every string cut to MAX_TEXT characters, the history
-// to MAX_RELOADS entries and each error text to MAX_ERROR characters.
+// bounded: at most MAX_NODES descriptors, every string escaped and cut by displayText
+// (display-text.ts: MAX_TEXT characters), the history to MAX_RELOADS entries and each error text
+// to MAX_ERROR characters.
 import { decodeRateLimitConfig } from '@rls/rls-proto';
 import { decodeRuleDocument, domainSpecOf, parseYamlDocuments, type DescriptorSpec, type DomainSpec, type RateLimitSpec, type RuleSource } from '@rls/engine';
 import type { RuleSnapshot } from '../provider/rule-snapshot.js';
+import { displayText } from './display-text.js';
 
 export const MAX_NODES = 5000;
-export const MAX_TEXT = 64;
 export const MAX_RELOADS = 50;
 export const MAX_ERROR = 1000;
-
-/** `s` cut to `max` characters (an ellipsis marks the cut; surrogate pairs are not split). */
-export function truncate(s: string, max = MAX_TEXT): string {
-  if (s.length <= max) return s;
-  let cut = max - 1;
-  const code = s.charCodeAt(cut - 1);
-  if (code >= 0xd800 && code <= 0xdbff) cut -= 1;
-  return s.slice(0, cut) + '…';
-}
+/** Bound of the longer texts: sources, versions, file names. */
+export const MAX_LONG_TEXT = 256;
 
 export interface LimitView {
   readonly requestsPerUnit: number;
@@ -91,18 +85,18 @@ function rateLimitView(rl: RateLimitSpec | undefined): LimitView | undefined {
   if (rl === undefined) return undefined;
   // The extension fields are read defensively: an engine without them means fixed_window.
   const ext = rl as { algorithm?: unknown; burst?: unknown };
-  const algorithm = typeof ext.algorithm === 'string' && ext.algorithm !== '' ? truncate(ext.algorithm) : 'fixed_window';
+  const algorithm = typeof ext.algorithm === 'string' && ext.algorithm !== '' ? displayText(ext.algorithm) : 'fixed_window';
   const multiplier = typeof rl.unitMultiplier === 'number' && rl.unitMultiplier !== 1 ? `${rl.unitMultiplier} × ` : '';
   const view: LimitView = {
     requestsPerUnit: rl.requestsPerUnit,
-    unit: truncate(multiplier + String(rl.unit).toUpperCase()),
+    unit: displayText(multiplier + String(rl.unit).toUpperCase()),
     unlimited: rl.unlimited,
-    name: truncate(rl.name),
+    name: displayText(rl.name),
     algorithm,
-    replaces: rl.replaces.slice(0, 16).map((r) => truncate(r.name)),
+    replaces: rl.replaces.slice(0, 16).map((r) => displayText(r.name)),
   };
   if (algorithm === 'token_bucket') {
-    const burst = typeof ext.burst === 'number' ? ext.burst : typeof ext.burst === 'string' ? truncate(ext.burst) : rl.requestsPerUnit;
+    const burst = typeof ext.burst === 'number' ? ext.burst : typeof ext.burst === 'string' ? displayText(ext.burst) : rl.requestsPerUnit;
     return { ...view, burst };
   }
   return view;
@@ -121,8 +115,8 @@ function descriptorViews(list: readonly DescriptorSpec[], budget: Budget): Descr
     if (limit !== undefined) budget.rules += 1;
     const value = d.cidr !== undefined ? `cidr:${d.cidr}` : d.prefix !== undefined ? `prefix:${d.prefix}` : d.value;
     out.push({
-      key: truncate(d.key),
-      value: truncate(value),
+      key: displayText(d.key),
+      value: displayText(value),
       ...(limit !== undefined ? { limit } : {}),
       ...(limits !== undefined ? { limits } : {}),
       shadowMode: d.shadowMode,
@@ -189,7 +183,7 @@ export class RulesRecorder {
     const budget: Budget = { nodes: 0, truncated: false, rules: 0 };
     const domains: DomainView[] = [];
     for (const { source, spec } of sources.specs) {
-      domains.push({ domain: truncate(spec.domain), source: truncate(source, 256), descriptors: descriptorViews(spec.descriptors, budget) });
+      domains.push({ domain: displayText(spec.domain), source: displayText(source, MAX_LONG_TEXT), descriptors: descriptorViews(spec.descriptors, budget) });
     }
     domains.sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : a.source < b.source ? -1 : 1));
     this.domains = domains;
@@ -198,8 +192,8 @@ export class RulesRecorder {
     this.loadedAt = nowMs;
     this.source = {
       kind: sources.kind,
-      ...(sources.version !== undefined && sources.version !== '' ? { version: truncate(sources.version, 256) } : {}),
-      ...(sources.directory !== undefined ? { directory: sources.directory } : {}),
+      ...(sources.version !== undefined && sources.version !== '' ? { version: displayText(sources.version, MAX_LONG_TEXT) } : {}),
+      ...(sources.directory !== undefined ? { directory: displayText(sources.directory, MAX_LONG_TEXT) } : {}),
       ...(sources.files !== undefined ? { files: sources.files } : {}),
     };
     this.push({
@@ -219,9 +213,9 @@ export class RulesRecorder {
       at: nowMs,
       ok: false,
       source,
-      ...(version !== undefined && version !== '' ? { version: truncate(version, 256) } : {}),
-      ...(file !== undefined ? { file: truncate(file, 256) } : {}),
-      error: truncate(text, MAX_ERROR),
+      ...(version !== undefined && version !== '' ? { version: displayText(version, MAX_LONG_TEXT) } : {}),
+      ...(file !== undefined ? { file: displayText(file, MAX_LONG_TEXT) } : {}),
+      error: displayText(text, MAX_ERROR),
     });
   }
 

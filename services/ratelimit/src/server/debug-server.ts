@@ -1,14 +1,17 @@
-// The debug server (docs/ratelimit.md, "Debug server"; DEBUG_HOST:DEBUG_PORT, default 0.0.0.0:6070). Plain text, GET:
+// The debug server (docs/ratelimit.md, "Debug server"; DEBUG_HOST:DEBUG_PORT, default 0.0.0.0:6070). Plain text, GET
+// (HEAD answers the same status and headers without doing the work: no profile, no snapshot):
 //   /                         index: one `<path>: <help>` line per endpoint, sorted by path
 //   /rlconfig                 the loaded rules in upstream's dump format (empty when none)
 //   /stats                    every counter, gauge and timer with its current value, sorted —
 //                             the real rate-limit statistics (upstream prints only Go expvars)
 //   /debug/pprof/             index of the profiling endpoints (Node equivalents of Go's pprof):
 //   /debug/pprof/profile      CPU profile for ?seconds=N (default 30, 1..120) as a .cpuprofile
-//   /debug/pprof/heap         heap snapshot as a .heapsnapshot
+//   /debug/pprof/heap         heap snapshot as a .heapsnapshot (one at a time, each other 503)
 // Both profiles load in Chrome DevTools (Performance / Memory tab, "Load profile").
 //   /operator/                the operator page and its JSON (operator/operator-routes.ts), unless
 //                             OPERATOR_PAGE=off; loopback clients only by default
+// Every request first passes the access rule (debug-access.ts: DEBUG_ACCESS, DEBUG_ALLOWED_HOSTS),
+// checked once in the dispatch below, so any route added later is covered too.
 // Unknown paths answer 404 with the index as the body (upstream answers them 200 with the index;
 // a 404 tells scripts they asked for something that does not exist, the body still guides people).
 import { once } from 'node:events';
@@ -18,6 +21,7 @@ import type { AddressInfo } from 'node:net';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { RuleSet, StatsStore } from '@rls/engine';
 import { ConnectionGuard, createBoundedHttpServer, DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './connection-guard.js';
+import { DEFAULT_DEBUG_ACCESS, debugAccessRefusal, type DebugAccessPolicy } from './debug-access.js';
 import { CpuProfiler, heapSnapshotStream } from './debug-profiler.js';
 import { LIMIT_SETTING_DEFS } from './limits-settings.js';
 import type { CountersRoutes } from '../operator/counters-routes.js';
@@ -40,6 +44,10 @@ export interface DebugServerOptions {
   operator?: OperatorRoutes | undefined;
   /** /counters and /counters/reset (operator/counters-routes.ts; absent with OPERATOR_PAGE=off). */
   counters?: CountersRoutes | undefined;
+  /** Who is answered (DEBUG_ACCESS, DEBUG_ALLOWED_HOSTS); default loopback peers naming a loopback host or an IP address. */
+  access?: DebugAccessPolicy | undefined;
+  /** A heap snapshot whose client reads nothing for this long is abandoned (ms; default 60 s), so it cannot hold the one snapshot slot and its memory. */
+  snapshotIdleMs?: number | undefined;
 }
 
 export interface DebugServer {
@@ -50,6 +58,14 @@ export interface DebugServer {
 }
 
 const DEFAULT_PROFILE_SECONDS = 30;
+const DEFAULT_SNAPSHOT_IDLE_MS = 60_000;
+/** Seconds a refused profile or snapshot suggests waiting (Retry-After). */
+const BUSY_RETRY_SECONDS = 10;
+/** A refused request is logged at most this often (with the count since the last line). */
+const REFUSAL_LOG_MS = 60_000;
+
+/** Sent with every answer: nothing here may be cached, sniffed into HTML or framed. */
+const COMMON_HEADERS: Readonly<Record<string, string>> = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' };
 
 const ENDPOINTS: Readonly<Record<string, string>> = {
   '/debug/pprof/': 'root of various pprof endpoints. hit for help.',
@@ -173,8 +189,12 @@ export async function* statsTextChunks(stats: StatsStore): AsyncGenerator<string
 }
 
 function sendText(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body), ...headers });
+  res.writeHead(status, { ...COMMON_HEADERS, 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body), ...headers });
   res.end(body);
+}
+
+function sendBusy(res: ServerResponse, what: string): void {
+  sendText(res, 503, `${what} is already being taken; one at a time, try again when it is done\n`, { 'retry-after': String(BUSY_RETRY_SECONDS) });
 }
 
 function fileStamp(d: Date): string {
@@ -184,13 +204,19 @@ function fileStamp(d: Date): string {
 class DebugServerImpl {
   readonly server: http.Server;
   private readonly profiler = new CpuProfiler();
+  /** A heap snapshot is being taken or sent (released when its response ends or its client goes). */
+  private snapshotBusy = false;
   private readonly logger: TransportLogger;
+  private readonly access: DebugAccessPolicy;
+  private refused = 0;
+  private lastRefusalLog = -Infinity;
   private readonly maxSeconds: number;
   private endpoints: Readonly<Record<string, string>>;
 
   constructor(private readonly opts: DebugServerOptions) {
     this.logger = opts.logger ?? silentLogger;
     this.maxSeconds = opts.maxProfileSeconds ?? 120;
+    this.access = opts.access ?? DEFAULT_DEBUG_ACCESS;
     this.endpoints = opts.operator === undefined ? ENDPOINTS : { ...ENDPOINTS, '/operator/': 'operator page: rules, reloads, top over-limit descriptors, rates, store (loopback clients only unless OPERATOR_PAGE=on)' };
     if (opts.counters !== undefined) {
       this.endpoints = { ...this.endpoints, '/counters': 'counters of one descriptor: ?domain=<d>&entry=<key>=<value>...; POST /counters/reset with COUNTERS_RESET_ENABLED=true' };
@@ -212,13 +238,37 @@ class DebugServerImpl {
     });
   }
 
+  /** The access rule, before anything else: no route, method check or 404 answers a refused client. */
+  private admitted(req: IncomingMessage, res: ServerResponse): boolean {
+    const why = debugAccessRefusal(this.access, req.socket.remoteAddress, req.headers.host);
+    if (why === undefined) return true;
+    this.refused += 1;
+    const now = performance.now();
+    if (now - this.lastRefusalLog >= REFUSAL_LOG_MS) {
+      this.logger.warn(
+        { remote: req.socket.remoteAddress, host: req.headers.host?.slice(0, 100), refusedSinceLastLine: this.refused },
+        'debug server refused a request (DEBUG_ACCESS / DEBUG_ALLOWED_HOSTS)',
+      );
+      this.lastRefusalLog = now;
+      this.refused = 0;
+    }
+    sendText(res, 403, why);
+    return false;
+  }
+
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // The access rule comes first, for every route (counters included).
+    if (!this.admitted(req, res)) {
+      req.resume();
+      return;
+    }
     // Before the body is drained and the GET-only rule: a reset is a POST with a JSON body.
     if (this.opts.counters?.handle(req, res) === true) return;
     req.resume();
     const url = new URL(req.url ?? '/', 'http://debug');
     const path = url.pathname;
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
+    const head = req.method === 'HEAD';
+    if (req.method !== 'GET' && !head) {
       sendText(res, 405, `method ${req.method ?? ''} not allowed; use GET\n`, { allow: 'GET, HEAD' });
       return;
     }
@@ -231,27 +281,30 @@ class DebugServerImpl {
         sendText(res, 200, this.opts.rules()?.dump() ?? '');
         return;
       case '/stats':
-        await this.stats(res);
+        if (head) {
+          res.writeHead(200, { ...COMMON_HEADERS, 'content-type': 'text/plain; charset=utf-8' });
+          res.end();
+        } else await this.stats(res);
         return;
       case '/debug/pprof':
-        res.writeHead(301, { location: '/debug/pprof/', 'content-length': 0 });
+        res.writeHead(301, { ...COMMON_HEADERS, location: '/debug/pprof/', 'content-length': 0 });
         res.end();
         return;
       case '/debug/pprof/':
         sendText(res, 200, indexText(Object.fromEntries(Object.entries(ENDPOINTS).filter(([p]) => p.startsWith('/debug/pprof/') && p !== '/debug/pprof/'))));
         return;
       case '/debug/pprof/profile':
-        await this.cpuProfile(url, res);
+        await this.cpuProfile(url, res, head);
         return;
       case '/debug/pprof/heap':
-        this.heap(res);
+        this.heap(res, head);
         return;
       default:
         sendText(res, 404, indexText(this.endpoints));
     }
   }
 
-  private async cpuProfile(url: URL, res: ServerResponse): Promise<void> {
+  private async cpuProfile(url: URL, res: ServerResponse, head: boolean): Promise<void> {
     const raw = url.searchParams.get('seconds');
     const seconds = raw === null || raw === '' ? DEFAULT_PROFILE_SECONDS : Number(raw);
     if (!Number.isInteger(seconds) || seconds < 1 || seconds > this.maxSeconds) {
@@ -259,28 +312,35 @@ class DebugServerImpl {
       return;
     }
     if (this.profiler.busy) {
-      sendText(res, 409, 'a CPU profile is already being taken; try again when it is done\n');
+      sendBusy(res, 'a CPU profile');
       return;
     }
     const stamp = fileStamp(new Date());
+    const headers = {
+      ...COMMON_HEADERS,
+      'content-type': 'application/json',
+      'content-disposition': `attachment; filename="ratelimit-${stamp}.cpuprofile"`,
+    };
+    if (head) {
+      res.writeHead(200, headers);
+      res.end();
+      return;
+    }
     // A client that gives up should not leave the profiler running for the full period.
     const stop = new AbortController();
     res.once('close', () => stop.abort());
+    this.logger.info({ seconds }, 'taking a CPU profile');
     const profile = await this.profiler.profile(seconds * 1000, stop.signal);
     if (res.destroyed) return;
     const body = JSON.stringify(profile);
-    res.writeHead(200, {
-      'content-type': 'application/json',
-      'content-disposition': `attachment; filename="ratelimit-${stamp}.cpuprofile"`,
-      'content-length': Buffer.byteLength(body),
-    });
+    res.writeHead(200, { ...headers, 'content-length': Buffer.byteLength(body) });
     res.end(body);
   }
 
   private async stats(res: ServerResponse): Promise<void> {
     // Read before the head is sent, so a primary that does not answer gives a 500 with the reason.
     const store = this.opts.statsTotals !== undefined ? await this.opts.statsTotals() : this.opts.stats;
-    res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
+    res.writeHead(200, { ...COMMON_HEADERS, 'content-type': 'text/plain; charset=utf-8' });
     for await (const chunk of statsTextChunks(store)) {
       if (res.destroyed) return;
       if (!res.write(chunk)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
@@ -288,17 +348,50 @@ class DebugServerImpl {
     res.end();
   }
 
-  private heap(res: ServerResponse): void {
+  /**
+   * One snapshot at a time: the isolate pauses while V8 walks the heap, and the snapshot (its
+   * graph and the JSON buffered for the client) takes several times the heap in memory until it
+   * has been sent. A second request meanwhile gets 503; HEAD answers the status without taking one.
+   */
+  private heap(res: ServerResponse, head: boolean): void {
+    if (this.snapshotBusy) {
+      sendBusy(res, 'a heap snapshot');
+      return;
+    }
     const stamp = fileStamp(new Date());
     res.writeHead(200, {
+      ...COMMON_HEADERS,
       'content-type': 'application/json',
       'content-disposition': `attachment; filename="ratelimit-${stamp}.heapsnapshot"`,
     });
+    if (head) {
+      res.end();
+      return;
+    }
+    this.snapshotBusy = true;
+    const started = performance.now();
+    let bytes = 0;
+    const release = (): void => {
+      this.snapshotBusy = false;
+      this.logger.info({ bytes, ms: Math.round(performance.now() - started), complete: res.writableFinished }, 'heap snapshot sent');
+    };
+    res.once('close', release);
+    // A client that stops reading would keep the buffered snapshot (and the slot) for as long as
+    // its connection lives.
+    res.setTimeout(this.opts.snapshotIdleMs ?? DEFAULT_SNAPSHOT_IDLE_MS, () => {
+      this.logger.warn({}, 'heap snapshot abandoned: the client read nothing for too long');
+      res.destroy();
+    });
+    this.logger.info({}, 'taking a heap snapshot (the process pauses meanwhile)');
     const snapshot = heapSnapshotStream();
+    snapshot.on('data', (chunk: Buffer) => {
+      bytes += chunk.length;
+    });
     snapshot.on('error', (err) => {
       this.logger.error({ err }, 'heap snapshot failed');
       res.destroy();
     });
+    res.once('close', () => snapshot.destroy());
     snapshot.pipe(res);
   }
 

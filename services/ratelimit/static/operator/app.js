@@ -1,6 +1,8 @@
 // The operator page (docs/ratelimit.md, "Operator page"): polls ./api/state and ./api/rules every
 // 5 seconds and renders them. Plain DOM and SVG, no framework and no build step. Text from the
-// service is only ever set as textContent, never parsed as HTML.
+// service is only ever set as textContent, never parsed as HTML. The service has already escaped
+// invisible and reordering characters in client- and file-chosen text (`\u{202E}`, `\n`, `\\`)
+// and cut it to a bound; `shown` highlights those escapes so they cannot pass for ordinary text.
 'use strict';
 
 const POLL_MS = 5000;
@@ -19,6 +21,57 @@ function el(tag, attrs, ...children) {
   }
   for (const c of children) if (c !== undefined && c !== null) e.append(typeof c === 'string' ? document.createTextNode(c) : c);
   return e;
+}
+
+/** Names of the escapes a value is most likely to carry, for the highlight's tooltip. */
+const ESCAPE_NAMES = {
+  '\\\\': 'a backslash',
+  '\\n': 'U+000A line feed',
+  '\\r': 'U+000D carriage return',
+  '\\t': 'U+0009 tab',
+  '\\u{202A}': 'U+202A left-to-right embedding',
+  '\\u{202B}': 'U+202B right-to-left embedding',
+  '\\u{202C}': 'U+202C pop directional formatting',
+  '\\u{202D}': 'U+202D left-to-right override',
+  '\\u{202E}': 'U+202E right-to-left override',
+  '\\u{2066}': 'U+2066 left-to-right isolate',
+  '\\u{2067}': 'U+2067 right-to-left isolate',
+  '\\u{2068}': 'U+2068 first strong isolate',
+  '\\u{2069}': 'U+2069 pop directional isolate',
+  '\\u{200B}': 'U+200B zero width space',
+  '\\u{200C}': 'U+200C zero width non-joiner',
+  '\\u{200D}': 'U+200D zero width joiner',
+  '\\u{200E}': 'U+200E left-to-right mark',
+  '\\u{200F}': 'U+200F right-to-left mark',
+  '\\u{061C}': 'U+061C Arabic letter mark',
+  '\\u{FEFF}': 'U+FEFF zero width no-break space (byte order mark)',
+  '\\u{00A0}': 'U+00A0 no-break space',
+  '\\u{00AD}': 'U+00AD soft hyphen',
+  '\\u{001B}': 'U+001B escape',
+};
+const ESCAPE = /\\(?:\\|[nrt]|u\{[0-9A-F]{4,6}\})/g;
+
+/**
+ * A span with the service's display text, each escape in its own highlighted span (so `\u{202E}`
+ * reads as a character that was there, not as typed text). The span isolates the text's
+ * direction, so right-to-left letters in a value do not reorder what is around it.
+ */
+function shown(text, cls) {
+  const span = document.createElement('span');
+  span.className = cls ? `val ${cls}` : 'val';
+  const t = String(text);
+  let last = 0;
+  for (const m of t.matchAll(ESCAPE)) {
+    if (m.index > last) span.append(document.createTextNode(t.slice(last, m.index)));
+    const e = document.createElement('span');
+    e.className = 'esc';
+    e.textContent = m[0];
+    e.title = ESCAPE_NAMES[m[0]] || `U+${m[0].slice(3, -1)}: an invisible, control or formatting character in the value`;
+    span.append(e);
+    last = m.index + m[0].length;
+  }
+  if (last < t.length) span.append(document.createTextNode(t.slice(last)));
+  return span;
 }
 
 function svg(tag, attrs) {
@@ -70,15 +123,15 @@ function renderStore(s) {
   const dl = document.getElementById('store');
   const rows = [];
   const add = (label, value, cls) => rows.push(el('dt', { text: label }), el('dd', cls ? { class: cls, text: value } : { text: value }));
-  add('Store', s.store.kind);
+  add('Store', s.store.description);
   add('Connected', s.store.connected ? 'yes' : 'no', s.store.connected ? 'good' : 'bad');
   const lat = s.store.latency;
   add(
     'Round trip (last min)',
     lat.samples === 0 ? 'no samples yet' : `p50 ≤ ${lat.p50Ms} ms · p99 ≤ ${lat.p99Ms} ms · max ${lat.maxMs} ms (${lat.samples} timed)`,
   );
-  const health = Object.entries(s.health);
-  add('Health', health.length === 0 ? '—' : health.map(([k, v]) => `${k}: ${v ? 'ok' : 'failing'}`).join(', '), health.every(([, v]) => v) ? 'good' : 'bad');
+  // The store component is `redis` in /healthcheck whatever the store (upstream's name); the label names the real one.
+  add('Health', s.health.length === 0 ? '—' : s.health.map((h) => `${h.label}: ${h.healthy ? 'ok' : 'failing'}`).join(', '), s.health.every((h) => h.healthy) ? 'good' : 'bad');
   const lc = s.localCache;
   add(
     'Local over-limit cache',
@@ -100,15 +153,36 @@ function renderStore(s) {
 
 // ---- top list ----------------------------------------------------------------------------------
 
-function descriptorText(entries, more) {
-  return entries.map((e) => (e.value === '' ? e.key : `${e.key}=${e.value}`)).join(', ') + (more ? ', …' : '');
+/** `key=value, key=value` with every key and value highlighted as display text. */
+function descriptorCell(entries, more) {
+  const td = el('td', { class: 'mono descriptor' });
+  entries.forEach((e, i) => {
+    if (i > 0) td.append(', ');
+    td.append(shown(e.key));
+    if (e.value !== '') td.append('=', shown(e.value));
+  });
+  if (more) td.append(', …');
+  return td;
 }
 
 function renderTop(top) {
   document.getElementById('top-note').textContent =
     `Last ${top.windowMs / 2000}–${top.windowMs / 1000} s; ` +
     (top.sampleEvery > 1 ? `about one call in ${top.sampleEvery} is looked at and counted ×${top.sampleEvery}; ` : 'every call counted; ') +
-    `${top.capacity} tracked, values cut at 64 characters.`;
+    `${top.capacity} tracked; keys and values cut at 64 characters, invisible characters shown as \\u{…}.`;
+  const warning = document.getElementById('top-warning');
+  if (!top.complete) {
+    warning.className = 'warning';
+    warning.textContent =
+      `Incomplete: more distinct over-limit descriptors than the ${top.capacity} tracked (${fmtCount(top.dropped)} dropped). ` +
+      `A descriptor that is not listed may have had up to ${fmtCount(top.hiddenMax)} over-limit hits, more than the rows marked “?”; ` +
+      'a flood of distinct descriptors can hide a real offender. Raise OPERATOR_TOP_SIZE or look at the statistics.';
+    warning.hidden = false;
+  } else if (top.dropped > 0) {
+    warning.className = 'note';
+    warning.textContent = `${fmtCount(top.dropped)} descriptors were dropped from tracking; none of them can rank above the listed ones (each had at most ${fmtCount(top.hiddenMax)} over-limit hits).`;
+    warning.hidden = false;
+  } else warning.hidden = true;
   const body = document.querySelector('#top tbody');
   if (top.entries.length === 0) {
     body.replaceChildren(el('tr', {}, el('td', { colspan: 4, class: 'empty', text: 'No over-limit descriptors right now.' })));
@@ -118,11 +192,11 @@ function renderTop(top) {
     ...top.entries.map((t, i) =>
       el(
         'tr',
-        {},
+        t.uncertain ? { class: 'uncertain', title: 'a descriptor that is not listed may have had more over-limit hits than this one' } : {},
         el('td', { class: 'num', text: i + 1 }),
-        el('td', { class: 'mono', text: t.domain }),
-        el('td', { class: 'mono', text: descriptorText(t.entries, t.more) }),
-        el('td', { class: 'num', text: fmtCount(t.count) + (t.error > 0 ? ` (±${fmtCount(t.error)})` : ''), title: 'estimated over-limit hits' }),
+        el('td', { class: 'mono domain' }, shown(t.domain)),
+        descriptorCell(t.entries, t.more),
+        el('td', { class: 'num', text: fmtCount(t.count) + (t.error > 0 ? ` (±${fmtCount(t.error)})` : '') + (t.uncertain ? ' ?' : ''), title: 'estimated over-limit hits' }),
       ),
     ),
   );
@@ -130,45 +204,92 @@ function renderTop(top) {
 
 // ---- charts ------------------------------------------------------------------------------------
 
-/** An SVG line chart of per-second rates; `lines` are [{ cls, values (per bucket) }]. */
+/** A round step (1, 2 or 5 × 10^n) that splits `max` into about `parts` intervals. */
+function niceStep(max, parts) {
+  const raw = max / parts;
+  const pow = 10 ** Math.floor(Math.log10(raw));
+  for (const m of [1, 2, 5, 10]) if (m * pow >= raw) return m * pow;
+  return 10 * pow;
+}
+
+/** A tick value as short text: 0, 0.5, 12, 1.5k, 20k, 1.2M. */
+function fmtTick(v, step) {
+  if (v === 0) return '0';
+  if (v >= 1e6) return `${+(v / 1e6).toFixed(step >= 1e6 ? 0 : 1)}M`;
+  if (v >= 1e3) return `${+(v / 1e3).toFixed(step >= 1e3 ? 0 : 1)}k`;
+  const decimals = step >= 1 ? 0 : Math.min(3, Math.ceil(-Math.log10(step)));
+  return v.toFixed(decimals);
+}
+
+const WINDOW_MS = 15 * 60_000;
+/** Time axis labels every this many minutes, at round clock minutes. */
+const TIME_TICK_MIN = 5;
+
+/**
+ * An SVG line chart of per-second rates; `lines` are [{ cls, values (per bucket), area?, dashed? }].
+ * The y axis ends on a round number with ticks at round steps; the x axis spans 15 minutes
+ * ending at the newest bucket, labelled at round clock minutes.
+ */
 function lineChart(lines, bucketMs, endAt, width, height, label) {
-  const pad = { l: 34, r: 6, t: 6, b: 16 };
+  const pad = { l: 36, r: 8, t: 8, b: 18 };
   const w = width - pad.l - pad.r;
   const h = height - pad.t - pad.b;
   const perSecond = (v) => v / (bucketMs / 1000);
   let max = 0;
   for (const l of lines) for (const v of l.values) max = Math.max(max, perSecond(v));
-  const top = max > 0 ? max * 1.1 : 1;
+  const parts = height >= 160 ? 4 : 3;
+  const step = max > 0 ? niceStep(max, parts) : 1;
+  const top = max > 0 ? Math.ceil(max / step) * step : parts;
   const root = svg('svg', { viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': label });
-  for (const f of [0, 0.5, 1]) {
-    const y = pad.t + h - f * h;
+  for (let v = 0; v <= top + step / 2; v += step) {
+    const y = pad.t + h - (v / top) * h;
     root.append(svg('line', { class: 'grid', x1: pad.l, x2: pad.l + w, y1: y, y2: y }));
-    const t = svg('text', { class: 'axis', x: pad.l - 4, y: y + 3, 'text-anchor': 'end' });
-    t.textContent = fmtRate(f * top);
+    const t = svg('text', { class: 'axis y-tick', x: pad.l - 4, y: y + 3, 'text-anchor': 'end' });
+    t.textContent = fmtTick(v, step);
     root.append(t);
   }
-  // The x axis spans 15 minutes ending at the newest bucket; a young process fills from the right.
-  const slots = 90;
+  // A young process fills from the right: bucket i of len ends (len - 1 - i) buckets before endAt.
+  const slots = WINDOW_MS / bucketMs;
   const x = (i, len) => pad.l + ((slots - len + i + 1) / slots) * w;
-  const left = svg('text', { class: 'axis', x: pad.l, y: height - 3 });
-  left.textContent = '−15 min';
-  const right = svg('text', { class: 'axis', x: pad.l + w, y: height - 3, 'text-anchor': 'end' });
-  right.textContent = endAt > 0 ? new Date(endAt).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) : 'now';
-  root.append(left, right);
-  for (const l of lines) {
-    if (l.values.length === 0) continue;
-    const pts = l.values.map((v, i) => `${x(i, l.values.length).toFixed(1)},${(pad.t + h - (perSecond(v) / top) * h).toFixed(1)}`);
-    if (l.area) {
-      const first = x(0, l.values.length).toFixed(1);
-      const last = x(l.values.length - 1, l.values.length).toFixed(1);
-      root.append(svg('polygon', { class: 'area-over', points: `${first},${pad.t + h} ${pts.join(' ')} ${last},${pad.t + h}` }));
+  const xAt = (ms) => pad.l + (1 - (endAt - ms) / WINDOW_MS) * w;
+  const tickMs = TIME_TICK_MIN * 60_000;
+  if (endAt > 0) {
+    const fmt = new Intl.DateTimeFormat([], { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
+    for (let at = Math.ceil((endAt - WINDOW_MS) / tickMs) * tickMs; at <= endAt; at += tickMs) {
+      const px = xAt(at);
+      root.append(svg('line', { class: 'grid', x1: px, x2: px, y1: pad.t, y2: pad.t + h }));
+      const t = svg('text', { class: 'axis x-tick', x: px, y: height - 4, 'text-anchor': px - pad.l < 16 ? 'start' : pad.l + w - px < 16 ? 'end' : 'middle' });
+      t.textContent = fmt.format(new Date(at));
+      root.append(t);
     }
-    root.append(svg('polyline', { class: l.cls, points: pts.join(' ') }));
+  } else {
+    // No bucket yet: minutes before now.
+    for (let m = 15; m >= 0; m -= TIME_TICK_MIN) {
+      const px = pad.l + (1 - m / 15) * w;
+      const t = svg('text', { class: 'axis x-tick', x: px, y: height - 4, 'text-anchor': m === 15 ? 'start' : m === 0 ? 'end' : 'middle' });
+      t.textContent = m === 0 ? 'now' : `−${m} min`;
+      root.append(t);
+    }
+  }
+  // Areas first, then lines; a dashed line (requests) goes last so it shows on top of a solid one
+  // that has the same values (a request with one descriptor is one hit).
+  const ordered = [...lines].sort((a, b) => Number(Boolean(a.dashed)) - Number(Boolean(b.dashed)));
+  const points = new Map(lines.map((l) => [l, l.values.map((v, i) => `${x(i, l.values.length).toFixed(1)},${(pad.t + h - (perSecond(v) / top) * h).toFixed(1)}`)]));
+  for (const l of lines) {
+    if (!l.area || l.values.length === 0) continue;
+    const first = x(0, l.values.length).toFixed(1);
+    const last = x(l.values.length - 1, l.values.length).toFixed(1);
+    root.append(svg('polygon', { class: `area-${l.cls}`, points: `${first},${pad.t + h} ${points.get(l).join(' ')} ${last},${pad.t + h}` }));
+  }
+  for (const l of ordered) {
+    const pts = points.get(l);
+    if (pts.length === 0) continue;
+    root.append(svg('polyline', { class: `line ${l.cls}`, points: pts.join(' ') }));
     // While the history is short, each bucket is marked so a young process's few points show.
     if (pts.length <= 30) {
       for (const p of pts) {
         const [cx, cy] = p.split(',');
-        root.append(svg('circle', { class: `dot ${l.cls}`, cx, cy, r: 2.6 }));
+        root.append(svg('circle', { class: `dot ${l.cls}`, cx, cy, r: l.dashed ? 2 : 2.6 }));
       }
     }
   }
@@ -194,12 +315,12 @@ function renderRates(r) {
     el(
       'figure',
       { class: 'chart', id: 'chart-total' },
-      el('figcaption', {}, 'All rules ', el('span', { class: 'peak', text: `· peak ${peak(r.totalHits, r.bucketMs)} hits/s, ${peak(r.totalOverLimit, r.bucketMs)} over/s` })),
+      el('figcaption', {}, 'All rules', el('span', { class: 'peak', text: `peak ${peak(r.totalHits, r.bucketMs)} hits/s, ${peak(r.totalOverLimit, r.bucketMs)} over/s` })),
       lineChart(
         [
-          { cls: 'reqs', values: r.requests },
           { cls: 'hits', values: r.totalHits },
           { cls: 'over', values: r.totalOverLimit, area: true },
+          { cls: 'reqs', values: r.requests, dashed: true },
         ],
         r.bucketMs,
         r.endAt,
@@ -223,7 +344,7 @@ function renderRates(r) {
       el(
         'figure',
         { class: 'chart rule-chart' },
-        el('figcaption', {}, el('span', { class: 'mono', text: s.key }), el('span', { class: 'peak', text: ` · peak ${peak(s.hits, r.bucketMs)} hits/s, ${peak(s.overLimit, r.bucketMs)} over/s` })),
+        el('figcaption', {}, el('span', { class: 'series-key', title: s.key }, shown(s.key, 'mono')), el('span', { class: 'peak', text: `peak ${peak(s.hits, r.bucketMs)} hits/s, ${peak(s.overLimit, r.bucketMs)} over/s` })),
         lineChart(
           [
             { cls: 'hits', values: s.hits },
@@ -242,15 +363,28 @@ function renderRates(r) {
 
 // ---- rules and reloads -------------------------------------------------------------------------
 
+function badge(cls, ...children) {
+  return el('span', { class: cls ? `badge ${cls}` : 'badge' }, ...children);
+}
+
 function limitBadges(d) {
   const out = [];
   // A rate_limits descriptor lists several limits (d.limits); one limit is d.limit.
-  for (const l of d.limits || (d.limit ? [d.limit] : [])) {
-    if (l.unlimited) out.push(el('span', { class: 'badge unlimited', text: 'unlimited' }));
-    else out.push(el('span', { class: 'badge limit', text: `${l.requestsPerUnit}/${l.unit}` }));
-    if (!l.unlimited) out.push(el('span', { class: 'badge algo', text: l.algorithm + (l.burst !== undefined ? ` burst ${l.burst}` : '') }));
-    if (l.name) out.push(el('span', { class: 'badge', text: `name ${l.name}` }));
-    if (l.replaces.length > 0) out.push(el('span', { class: 'badge', text: `replaces ${l.replaces.join(', ')}` }));
+  const limits = d.limits || (d.limit ? [d.limit] : []);
+  for (const l of limits) {
+    if (l.unlimited) out.push(el('span', { class: 'badge unlimited', text: 'unlimited', title: 'unlimited: true — matching requests are never limited' }));
+    else out.push(badge('limit', `${l.requestsPerUnit}/`, shown(l.unit)));
+    if (!l.unlimited) out.push(badge('algo', shown(l.algorithm), l.burst !== undefined ? ` burst ${l.burst}` : ''));
+    if (l.name) out.push(badge('', 'name ', shown(l.name)));
+    if (l.replaces.length > 0) {
+      const b = badge('', 'replaces ');
+      l.replaces.forEach((r, i) => b.append(...(i > 0 ? [', '] : []), shown(r)));
+      out.push(b);
+    }
+  }
+  if (limits.length === 0 && d.children.length === 0) {
+    // A leaf without rate_limit: a request matching it is not limited by this rule (upstream's whitelist).
+    out.push(el('span', { class: 'badge unlimited', text: 'no limit', title: 'no rate_limit on this descriptor: matching requests are not limited (whitelisted)' }));
   }
   if (d.shadowMode) out.push(el('span', { class: 'badge shadow', text: 'shadow' }));
   if (d.quotaMode) out.push(el('span', { class: 'badge', text: 'quota' }));
@@ -261,7 +395,7 @@ function limitBadges(d) {
 function descriptorList(list) {
   const ul = el('ul', {});
   for (const d of list) {
-    const label = el('span', { class: 'mono', text: d.value === '' ? d.key : `${d.key}=${d.value}` });
+    const label = el('span', { class: 'mono' }, shown(d.key), ...(d.value === '' ? [] : ['=', shown(d.value)]));
     const li = el('li', { class: 'rule' }, label, ...limitBadges(d));
     if (d.children.length > 0) li.append(descriptorList(d.children));
     ul.append(li);
@@ -271,15 +405,16 @@ function descriptorList(list) {
 
 function renderRules(v) {
   const src = v.source;
-  const parts = [];
-  if (src.kind === 'none') parts.push('No rules loaded yet.');
+  const line = document.getElementById('rules-source');
+  if (src.kind === 'none') line.replaceChildren('No rules loaded yet.');
   else {
-    parts.push(src.kind === 'file' ? `From ${src.files ?? '?'} file(s)${src.directory ? ' in ' + src.directory : ''}` : 'From xDS');
-    if (src.version) parts.push(`version ${src.version}`);
-    parts.push(`loaded ${fmtTime(v.loadedAt)}`, `${v.descriptorCount} descriptors`);
-    if (v.truncated) parts.push('tree cut at 5000 descriptors');
+    const parts = [src.kind === 'file' ? `From ${src.files ?? '?'} file(s)` : 'From xDS'];
+    if (src.directory) parts.push(' in ', shown(src.directory));
+    if (src.version) parts.push(' · version ', shown(src.version));
+    parts.push(` · loaded ${fmtTime(v.loadedAt)} · ${v.descriptorCount} descriptors`);
+    if (v.truncated) parts.push(' · tree cut at 5000 descriptors');
+    line.replaceChildren(...parts);
   }
-  document.getElementById('rules-source').textContent = parts.join(' · ');
   const box = document.getElementById('rules');
   const open = new Set([...box.querySelectorAll('details[open]')].map((d) => d.dataset.id));
   const first = box.childElementCount === 0;
@@ -289,7 +424,7 @@ function renderRules(v) {
       const details = el(
         'details',
         { class: 'domain', open: first || open.has(id) },
-        el('summary', {}, el('strong', { class: 'mono', text: d.domain }), el('span', { class: 'badge', text: d.source })),
+        el('summary', {}, el('strong', { class: 'mono' }, shown(d.domain)), badge('', shown(d.source))),
         d.descriptors.length === 0 ? el('p', { class: 'empty', text: 'no descriptors' }) : descriptorList(d.descriptors),
       );
       details.dataset.id = id;
@@ -309,14 +444,14 @@ function renderRules(v) {
         'tr',
         { class: r.ok ? 'reload-ok' : 'reload-error' },
         el('td', { text: fmtTime(r.at) }),
-        el('td', { text: r.source + (r.version ? ` ${r.version}` : '') }),
+        el('td', {}, shown(r.source), ...(r.version ? [' ', shown(r.version)] : [])),
         el('td', { class: r.ok ? 'good' : 'bad', text: r.ok ? 'ok' : 'error' }),
         el('td', { class: 'num wrap', text: r.ok ? `${r.rules} in ${r.domains} domain(s)` : '—' }),
       ),
     );
     if (!r.ok) {
-      const text = r.file && !r.error.startsWith(`${r.file}:`) ? `${r.file}: ${r.error}` : r.error;
-      rows.push(el('tr', { class: 'reload-detail' }, el('td', { colspan: 4, class: 'mono', text })));
+      const named = r.file && !r.error.startsWith(`${r.file}:`);
+      rows.push(el('tr', { class: 'reload-detail' }, el('td', { colspan: 4, class: 'mono' }, ...(named ? [shown(r.file), ': '] : []), shown(r.error))));
     }
   }
   body.replaceChildren(...rows);

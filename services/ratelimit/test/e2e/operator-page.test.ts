@@ -1,8 +1,11 @@
 // The operator page in headless Chromium against the real process on Redis (docs/ratelimit.md,
 // "Operator page"): under load with over-limit traffic (HTTP and gRPC through the local answer
 // memo) the rules tree, the top list and the charts are drawn, a broken rule file shows up as a
-// reload error, and the page works by keyboard, on a narrow screen and in dark mode. Screenshots
-// are saved to .test-artifacts/operator-page/ (git-ignored) on every run.
+// reload error, and the page works by keyboard, on a narrow screen and in dark mode. Hostile
+// values (a right-to-left override, controls, a 4,000-character value, stacked combining marks)
+// are shown escaped and bounded; the labels say what an operator needs (the store configured,
+// unlimited and whitelisted rules, every legend series visible, round axis ticks, a time axis).
+// Screenshots are saved to .test-artifacts/operator-page/ (git-ignored) on every run.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -31,7 +34,15 @@ descriptors:
         rate_limit: { unit: hour, requests_per_unit: 1000 }
   - key: internal
     rate_limit: { unlimited: true }
+  - key: path
+    value: /health
+  - key: user
+    detailed_metric: true
+    rate_limit: { unit: minute, requests_per_unit: 1 }
 `;
+
+/** Values a hostile client sends: each must be shown escaped and cut, never as it would render. */
+const HOSTILE = ['\u202Elive', 'L'.repeat(4000), 'zalgo' + '\u0301'.repeat(40), 'bell\u0007\u001B[2J\u200Bx'];
 
 /** RGBA pixels of a PNG (8-bit RGB or RGBA, non-interlaced: what Chromium writes). */
 function decodePng(png: Buffer): { width: number; height: number; px: (x: number, y: number) => [number, number, number] } {
@@ -97,6 +108,23 @@ function countColour(png: Buffer, rgb: [number, number, number], tolerance = 40)
 
 const HITS_LIGHT: [number, number, number] = [0x09, 0x69, 0xda];
 const OVER_LIGHT: [number, number, number] = [0xcf, 0x22, 0x2e];
+const REQS_LIGHT: [number, number, number] = [0x82, 0x50, 0xdf];
+
+/** Whether `v` is a multiple of a 1-2-5 step that the ticks `all` share. */
+function roundTicks(all: number[]): boolean {
+  if (all.length < 2) return false;
+  const step = all[1]! - all[0]!;
+  const mantissa = step / 10 ** Math.floor(Math.log10(step));
+  const roundStep = [1, 2, 5].some((m) => Math.abs(mantissa - m) < 1e-9);
+  return roundStep && all.every((v, i) => Math.abs(v - i * step) < step * 1e-6);
+}
+
+/** A tick label as a number (`1.5k` is 1500). */
+function tickValue(text: string): number {
+  const m = /^([\d.]+)([kM]?)$/.exec(text);
+  assert.ok(m !== null, `tick label ${JSON.stringify(text)}`);
+  return Number(m[1]) * (m[2] === 'k' ? 1e3 : m[2] === 'M' ? 1e6 : 1);
+}
 
 describe('operator page in headless Chromium', () => {
   let redis: RedisServer;
@@ -140,6 +168,15 @@ describe('operator page in headless Chromium', () => {
             body: JSON.stringify({ domain: 'shop', descriptors: [{ entries: [{ key: 'tenant', value: 't1' }, { key: 'user', value: `u${i % 7}` }] }] }),
           }).then((r) => r.text()),
         ];
+        // Hostile values every fourth round, so the hot client stays on top of the list.
+        if (i % 4 === 0) {
+          calls.push(
+            fetch(`${svc.httpUrl}/json`, {
+              method: 'POST',
+              body: JSON.stringify({ domain: 'shop', descriptors: HOSTILE.map((value) => ({ entries: [{ key: 'user', value }] })) }),
+            }).then((r) => r.text()),
+          );
+        }
         await Promise.allSettled(calls);
         await new Promise((r) => setTimeout(r, 10));
       }
@@ -197,7 +234,7 @@ describe('operator page in headless Chromium', () => {
       assert.match((await firstRow.textContent()) ?? '', /shop\s*client=hot-client/);
       // Store: Redis, connected, latency measured.
       const store = (await page.locator('#store').textContent()) ?? '';
-      assert.match(store, /Storeredis/);
+      assert.match(store, /Storeredis single/);
       assert.match(store, /Connectedyes/);
       assert.match(store, /p50 ≤ [\d.]+ ms · p99 ≤ [\d.]+ ms/);
       assert.match(store, /Local over-limit cache\d+ keys/);
@@ -220,6 +257,102 @@ describe('operator page in headless Chromium', () => {
       assert.match((await domain.locator('summary').textContent()) ?? '', /shop/);
       await page.locator('#h-reloads').scrollIntoViewIfNeeded();
       await page.screenshot({ path: join(SHOTS, 'desktop-reload-error.png'), fullPage: true });
+      assert.deepEqual(errors, []);
+    } finally {
+      await close();
+    }
+  });
+
+  test('hostile values: bidi overrides and controls shown as visible escapes, long values and captions cut', async () => {
+    await waitFor(
+      async () => {
+        const r = await fetch(`${svc.debugUrl}/operator/api/state`);
+        const st = (await r.json()) as { rates: { series: { key: string }[] }; top: { entries: { entries: { value: string }[] }[] } };
+        return st.rates.series.some((x) => x.key.includes('\\u{202E}')) && st.top.entries.some((e) => e.entries[0]?.value === '\\u{202E}live');
+      },
+      { what: 'the hostile values in the top list and the charts', timeoutMs: 45_000, intervalMs: 500 },
+    );
+    const { page, errors, close } = await openPage({ width: 1280, height: 1000 });
+    try {
+      await page.locator('#charts figure.rule-chart').first().waitFor();
+      // The override is visible as an escape: the row reads "\u{202E}live", never "evil".
+      const row = page.locator('#top tbody tr', { hasText: 'live' }).first();
+      assert.match((await row.locator('td.descriptor').textContent()) ?? '', /^user=\\u\{202E\}live$/);
+      assert.equal(await row.locator('.esc').first().textContent(), '\\u{202E}');
+      assert.match((await row.locator('.esc').first().getAttribute('title')) ?? '', /right-to-left override/);
+      // No invisible, control or reordering character reaches the rendered text.
+      const text = await page.evaluate<string>('document.body.innerText');
+      assert.doesNotMatch(text, /\p{Cf}/u);
+      for (const c of ['\u0007', '\u001B']) assert.ok(!text.includes(c), `control ${JSON.stringify(c)} in the page text`);
+      assert.ok(text.includes('bell\\u{0007}\\u{001B}[2J\\u{200B}x'));
+      // Stacked combining marks: two kept, the rest escaped.
+      assert.ok(text.includes('zalgo\u0301\u0301\\u{0301}'));
+      // The 4,000-character value: cut in the table and in its chart caption; no card is stretched.
+      const longCell = page.locator('#top td.descriptor', { hasText: 'LLLL' }).first();
+      assert.ok(((await longCell.textContent()) ?? '').length <= 5 + 64);
+      const figures = page.locator('#charts figure.rule-chart');
+      const n = await figures.count();
+      for (let i = 0; i < n; i++) {
+        const box = (await figures.nth(i).boundingBox())!;
+        assert.ok(box.height < 260, `chart card ${i} is ${Math.round(box.height)} px tall`);
+      }
+      const longCaption = page.locator('#charts figure.rule-chart figcaption', { hasText: 'LLLL' }).first();
+      assert.ok(((await longCaption.locator('.series-key').getAttribute('title')) ?? '').length <= 128);
+      const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
+      assert.ok(overflow <= 1, `page is ${overflow}px wider than the viewport`);
+      await page.screenshot({ path: join(SHOTS, 'hostile-desktop.png'), fullPage: true });
+      assert.deepEqual(errors, []);
+    } finally {
+      await close();
+    }
+  });
+
+  test('labels: the store configured, unlimited and whitelisted rules, every legend series visible, round ticks, a time axis', async () => {
+    const { page, errors, close } = await openPage({ width: 1280, height: 1000 });
+    try {
+      await page.locator('#charts figure.rule-chart').first().waitFor();
+      // Health names the store configured (the component is `redis` in /healthcheck for any store).
+      const health = (await page.locator('#store dt', { hasText: 'Health' }).locator('xpath=following-sibling::dd[1]').textContent()) ?? '';
+      assert.match(health, /^store \(redis single\): ok, sigterm: ok$/);
+      // unlimited: true and a leaf without rate_limit (whitelisted) both carry a badge.
+      const internal = page.locator('#rules li.rule', { hasText: 'internal' }).first();
+      assert.equal(await internal.locator('.badge.unlimited').textContent(), 'unlimited');
+      const whitelisted = page.locator('#rules li.rule', { hasText: 'path=/health' }).first();
+      assert.equal(await whitelisted.locator('.badge.unlimited').textContent(), 'no limit');
+      // Every legend series is drawn in the live chart...
+      const png = await page.locator('#chart-total svg').screenshot({ path: join(SHOTS, 'legend-total-chart.png') });
+      assert.ok(countColour(png, HITS_LIGHT) > 10, 'the hits line is drawn');
+      assert.ok(countColour(png, REQS_LIGHT) > 10, 'the requests line is drawn');
+      assert.ok(countColour(png, OVER_LIGHT) > 10, 'the over-limit line is drawn');
+      // ...and stays visible where requests equal hits (one descriptor per request): the page's own
+      // chart function, drawing the same values for both, leaves both colours on screen.
+      await page.evaluate(`(() => {
+        const values = Array.from({ length: 60 }, (_, i) => 500 + 300 * Math.sin(i / 5));
+        const box = document.createElement('div');
+        box.id = 'legend-probe';
+        box.style.width = '600px';
+        box.append(lineChart([{ cls: 'hits', values }, { cls: 'over', values: values.map((v) => v / 3), area: true }, { cls: 'reqs', values, dashed: true }], 10000, Date.now(), 600, 160, 'probe'));
+        document.body.prepend(box);
+      })()`);
+      const probe = await page.locator('#legend-probe svg').screenshot({ path: join(SHOTS, 'legend-equal-series.png') });
+      assert.ok(countColour(probe, HITS_LIGHT) > 150, `hits visible under requests: ${countColour(probe, HITS_LIGHT)} px`);
+      assert.ok(countColour(probe, REQS_LIGHT) > 150, `requests visible over hits: ${countColour(probe, REQS_LIGHT)} px`);
+      // Axis ticks: round 1-2-5 steps from 0; the time axis has clock labels 5 minutes apart.
+      const charts = page.locator('figure.chart svg');
+      const count = await charts.count();
+      assert.ok(count >= 3);
+      for (let i = 0; i < count; i++) {
+        const ys = (await charts.nth(i).locator('text.y-tick').allTextContents()).map(tickValue);
+        assert.ok(roundTicks(ys), `chart ${i} y ticks ${JSON.stringify(ys)}`);
+        const xs = await charts.nth(i).locator('text.x-tick').allTextContents();
+        assert.ok(xs.length >= 3, `chart ${i} time labels ${JSON.stringify(xs)}`);
+        const minutes = xs.map((t) => {
+          const m = /^(\d\d):(\d\d)$/.exec(t);
+          assert.ok(m !== null, `time label ${t}`);
+          return Number(m[1]) * 60 + Number(m[2]);
+        });
+        for (let j = 1; j < minutes.length; j++) assert.equal((minutes[j]! - minutes[j - 1]! + 1440) % 1440, 5, JSON.stringify(xs));
+      }
       assert.deepEqual(errors, []);
     } finally {
       await close();
@@ -259,6 +392,9 @@ describe('operator page in headless Chromium', () => {
       await page.screenshot({ path: join(SHOTS, 'narrow-dark.png'), fullPage: true });
       const bg = await page.evaluate<string>('getComputedStyle(document.body).backgroundColor');
       assert.equal(bg, 'rgb(13, 17, 23)');
+      // Escapes stay whole on a narrow screen, and the hostile rows are there.
+      await page.locator('#top tbody tr', { hasText: 'live' }).first().scrollIntoViewIfNeeded();
+      await page.locator('#top').screenshot({ path: join(SHOTS, 'narrow-dark-top.png') });
       const png = await page.locator('#chart-total svg').screenshot();
       assert.ok(countColour(png, [0xf8, 0x51, 0x49]) > 20, 'the over-limit line is drawn in dark colours');
       assert.deepEqual(errors, []);

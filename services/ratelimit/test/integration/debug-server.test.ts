@@ -1,9 +1,12 @@
 // The debug server of a running app (docs/ratelimit.md, "Debug server"): index, /rlconfig, /stats with the real
-// counters, and the Node profiling endpoints (a CPU profile and a heap snapshot in the formats
-// Chrome DevTools loads).
+// counters, the Node profiling endpoints (a CPU profile and a heap snapshot in the formats
+// Chrome DevTools loads), HEAD without work, and who is answered (DEBUG_ACCESS, DEBUG_ALLOWED_HOSTS)
+// over real sockets, from loopback and from this machine's own non-loopback address.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { clearOfWindowEdge, tempDir } from '@rls/testkit';
 import { buildRateLimitApp, type RateLimitApp } from '../../src/app.js';
@@ -106,10 +109,12 @@ describe('debug server', () => {
 
   test('/debug/pprof/profile?seconds=1 returns a .cpuprofile; one at a time; seconds bounded', async () => {
     const pending = fetch(`${base}/debug/pprof/profile?seconds=1`);
-    // The profiler is busy until the first one finishes.
-    let busy: number | undefined;
-    for (let i = 0; i < 50 && busy !== 409; i++) busy = (await get('/debug/pprof/profile?seconds=1')).status;
-    assert.equal(busy, 409);
+    // The profiler is busy until the first one finishes: 503 with the reason and when to retry.
+    let busy: { status: number; text: string; headers: Headers } | undefined;
+    for (let i = 0; i < 50 && busy?.status !== 503; i++) busy = await get('/debug/pprof/profile?seconds=1');
+    assert.equal(busy?.status, 503);
+    assert.match(busy?.text ?? '', /a CPU profile is already being taken; one at a time/);
+    assert.equal(busy?.headers.get('retry-after'), '10');
     const r = await pending;
     assert.equal(r.status, 200);
     assert.match(r.headers.get('content-disposition') ?? '', /^attachment; filename="ratelimit-.*\.cpuprofile"$/);
@@ -123,6 +128,32 @@ describe('debug server', () => {
     assert.equal((await get('/debug/pprof/profile?seconds=abc')).status, 400);
   });
 
+  test('HEAD answers the status and headers without doing the work', async () => {
+    // A 30-second profile would take 30 s; HEAD answers at once and leaves the profiler free.
+    const started = performance.now();
+    const profile = await fetch(`${base}/debug/pprof/profile?seconds=30`, { method: 'HEAD' });
+    assert.equal(profile.status, 200);
+    assert.match(profile.headers.get('content-disposition') ?? '', /\.cpuprofile"$/);
+    assert.equal((await fetch(`${base}/debug/pprof/profile?seconds=0`, { method: 'HEAD' })).status, 400);
+    const heap = await fetch(`${base}/debug/pprof/heap`, { method: 'HEAD' });
+    assert.equal(heap.status, 200);
+    assert.match(heap.headers.get('content-disposition') ?? '', /\.heapsnapshot"$/);
+    const stats = await fetch(`${base}/stats`, { method: 'HEAD' });
+    assert.equal(stats.status, 200);
+    assert.equal(await stats.text(), '');
+    assert.ok(performance.now() - started < 5_000, `HEAD took ${Math.round(performance.now() - started)} ms`);
+    const r = await get('/debug/pprof/profile?seconds=1');
+    assert.equal(r.status, 200, 'the profiler was left free');
+  });
+
+  test('answers are not cacheable or sniffable', async () => {
+    for (const p of ['/', '/rlconfig', '/stats', '/nope']) {
+      const r = await get(p);
+      assert.equal(r.headers.get('cache-control'), 'no-store', p);
+      assert.equal(r.headers.get('x-content-type-options'), 'nosniff', p);
+    }
+  });
+
   test('/debug/pprof/heap returns a .heapsnapshot', async () => {
     const r = await fetch(`${base}/debug/pprof/heap`);
     assert.equal(r.status, 200);
@@ -131,5 +162,98 @@ describe('debug server', () => {
     assert.ok(snap.snapshot.meta.node_fields.includes('name'));
     assert.ok(snap.snapshot.node_count > 0);
     assert.ok(snap.strings.length > 0);
+  });
+});
+
+/** A non-loopback address of this machine: connecting to it makes a peer that is not on loopback. */
+function outsideAddress(): string {
+  for (const list of Object.values(networkInterfaces())) {
+    for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  }
+  // Every CI and developer machine has one; without it the peer rule cannot be shown over a socket.
+  assert.fail('no non-loopback IPv4 interface to reach the debug server from (the peer rule needs one)');
+}
+
+function request(host: string, port: number, method: string, path: string, hostHeader: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host, port, method, path, headers: { host: hostHeader } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('who the debug server answers (DEBUG_ACCESS, DEBUG_ALLOWED_HOSTS)', () => {
+  const dir = tempDir('rls-debug-access-');
+  mkdirSync(join(dir.path, 'rl', 'config'), { recursive: true });
+  writeFileSync(join(dir.path, 'rl', 'config', 'a.yaml'), RULES);
+  after(() => dir.cleanup());
+
+  async function start(env: Record<string, string>): Promise<{ port: number; stop: () => Promise<void> }> {
+    const { settings } = loadSettings({
+      BACKEND_TYPE: 'memory',
+      RUNTIME_ROOT: dir.path,
+      RUNTIME_SUBDIRECTORY: 'rl',
+      HOST: '127.0.0.1',
+      PORT: '0',
+      GRPC_HOST: '127.0.0.1',
+      GRPC_PORT: '0',
+      // Every interface, so a peer off loopback can connect at all.
+      DEBUG_HOST: '0.0.0.0',
+      DEBUG_PORT: '0',
+      ...env,
+    });
+    const app = buildRateLimitApp(settings, { logger: silentLogger() });
+    app.loadRules();
+    const addr = await app.start();
+    return { port: addr.debug.port, stop: () => app.stop() };
+  }
+
+  test('default: a peer off loopback gets 403 naming DEBUG_ACCESS, on every path', async () => {
+    const outside = outsideAddress();
+    const s = await start({});
+    try {
+      for (const path of ['/', '/rlconfig', '/stats', '/debug/pprof/heap', '/operator/', '/nope']) {
+        const r = await request(outside, s.port, 'GET', path, `${outside}:${s.port}`);
+        assert.equal(r.status, 403, path);
+        assert.match(r.body, /DEBUG_ACCESS=loopback/);
+      }
+      assert.equal((await request('127.0.0.1', s.port, 'GET', '/rlconfig', `127.0.0.1:${s.port}`)).status, 200);
+    } finally {
+      await s.stop();
+    }
+  });
+
+  test('DEBUG_ACCESS=any: any peer naming an IP address or a listed host; other names still refused', async () => {
+    const outside = outsideAddress();
+    const s = await start({ DEBUG_ACCESS: 'any', DEBUG_ALLOWED_HOSTS: 'ratelimit.internal' });
+    try {
+      assert.equal((await request(outside, s.port, 'GET', '/stats', `${outside}:${s.port}`)).status, 200);
+      assert.equal((await request(outside, s.port, 'GET', '/stats', 'ratelimit.internal:6070')).status, 200);
+      const rebound = await request(outside, s.port, 'GET', '/stats', 'evil.example:6070');
+      assert.equal(rebound.status, 403);
+      assert.match(rebound.body, /DEBUG_ALLOWED_HOSTS/);
+    } finally {
+      await s.stop();
+    }
+  });
+
+  test('DEBUG_ACCESS=any with DEBUG_ALLOWED_HOSTS=*: upstream\'s open debug port', async () => {
+    const outside = outsideAddress();
+    const s = await start({ DEBUG_ACCESS: 'any', DEBUG_ALLOWED_HOSTS: '*' });
+    try {
+      assert.equal((await request(outside, s.port, 'GET', '/rlconfig', 'anything.example')).status, 200);
+    } finally {
+      await s.stop();
+    }
+  });
+
+  test('bad values are refused at start with the variable named', () => {
+    assert.throws(() => loadSettings({ DEBUG_ACCESS: 'public' }), /DEBUG_ACCESS/);
+    assert.throws(() => loadSettings({ DEBUG_ALLOWED_HOSTS: 'ratelimit.internal:6070' }), /DEBUG_ALLOWED_HOSTS/);
   });
 });

@@ -12,7 +12,6 @@ import { buildRateLimitApp, type RateLimitApp } from '../../src/app.js';
 import { silentLogger } from '../../src/logger.js';
 import { loadSettings } from '../../src/settings.js';
 import type { OperatorState } from '../../src/operator/operator-monitor.js';
-import { isLoopbackAddress, isLoopbackHost } from '../../src/operator/operator-routes.js';
 import type { RulesView } from '../../src/operator/rules-view.js';
 import { buildXdsApp, limitResource, PROTO_DIR } from '../support/xds-support.js';
 
@@ -85,6 +84,20 @@ async function decide(http: string, domain: string, entries: { key: string; valu
   const r = await fetch(`${http}/json`, { method: 'POST', body: JSON.stringify({ domain, descriptors: [{ entries }] }) });
   const body = (await r.json()) as { overallCode: string };
   return body.overallCode;
+}
+
+/** A GET with a chosen Host header (fetch always sends the URL's). */
+function asHost(base: string, path: string, host: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port: Number(new URL(base).port), path, headers: { host } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 async function getJson<T>(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: T; headers: Headers }> {
@@ -209,9 +222,17 @@ describe('operator page JSON', () => {
   test('store, health, workers and local cache are reported', async () => {
     const { body } = await getJson<OperatorState>(`${f.base}/operator/api/state`);
     assert.equal(body.store.kind, 'memory');
+    assert.equal(body.store.description, 'embedded memory');
     assert.equal(body.store.connected, true);
     assert.ok(body.store.latency.samples >= 0);
-    assert.equal(body.health['redis'], true);
+    // The store component keeps upstream's name; the page's label names the store configured.
+    assert.deepEqual(
+      body.health.map((h) => [h.component, h.label, h.healthy]),
+      [
+        ['redis', 'store (embedded memory)', true],
+        ['sigterm', 'sigterm', true],
+      ],
+    );
     assert.deepEqual(body.process.workers, { mode: 'single', count: 1 });
     assert.deepEqual(body.localCache, { enabled: false });
   });
@@ -259,31 +280,98 @@ describe('operator page JSON', () => {
   });
 
   test('OPERATOR_PAGE=loopback refuses a request that names another host (DNS rebinding)', async () => {
-    const port = Number(new URL(f.base).port);
-    const asHost = (host: string): Promise<{ status: number; body: string }> =>
-      new Promise((resolve, reject) => {
-        const req = httpRequest({ host: '127.0.0.1', port, path: '/operator/api/state', headers: { host } }, (res) => {
-          let body = '';
-          res.setEncoding('utf8');
-          res.on('data', (c: string) => (body += c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-        });
-        req.on('error', reject);
-        req.end();
-      });
-    const refused = await asHost('evil.example');
+    const refused = await asHost(f.base, '/operator/api/state', 'evil.example');
     assert.equal(refused.status, 403);
-    assert.match(refused.body, /OPERATOR_PAGE=loopback/);
-    assert.equal((await asHost(`localhost:${port}`)).status, 200);
-    // The rest of the debug server is unchanged.
-    assert.equal((await fetch(`${f.base}/rlconfig`)).status, 200);
-    assert.equal(isLoopbackHost('evil.example:6070'), false);
-    assert.equal(isLoopbackHost('127.0.0.1:6070'), true);
-    assert.equal(isLoopbackHost('localhost'), true);
-    assert.equal(isLoopbackHost('[::1]:6070'), true);
-    assert.equal(isLoopbackAddress('::ffff:127.0.0.1'), true);
-    assert.equal(isLoopbackAddress('10.0.0.1'), false);
-    assert.equal(isLoopbackAddress('::ffff:10.0.0.1'), false);
+    // The debug server's own rule refuses it first (it runs before every route).
+    assert.match(refused.body, /DEBUG_ALLOWED_HOSTS/);
+    const port = Number(new URL(f.base).port);
+    assert.equal((await asHost(f.base, '/operator/api/state', `localhost:${port}`)).status, 200);
+  });
+});
+
+describe('OPERATOR_PAGE=loopback with a wider debug server rule', () => {
+  test('the page still wants a loopback Host where the rest of the debug server takes a listed name or an IP address', async () => {
+    const f = await startApp({ DEBUG_ALLOWED_HOSTS: 'ratelimit.internal' });
+    try {
+      for (const host of ['ratelimit.internal:6070', '10.1.2.3:6070']) {
+        assert.equal((await asHost(f.base, '/rlconfig', host)).status, 200, host);
+        const page = await asHost(f.base, '/operator/api/state', host);
+        assert.equal(page.status, 403, host);
+        assert.match(page.body, /OPERATOR_PAGE=loopback/);
+      }
+    } finally {
+      await f.close();
+    }
+  });
+});
+
+describe('operator page JSON with hostile values', () => {
+  let f: Fixture;
+
+  before(async () => {
+    f = await startApp({ OPERATOR_SAMPLE_EVERY: '1', OPERATOR_TOP_SIZE: '4', OPERATOR_CHART_RULES: '5' });
+    writeFileSync(
+      join(f.rulesDir, 'c.yaml'),
+      'domain: hostile\ndescriptors:\n  - key: user\n    detailed_metric: true\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n',
+    );
+    f.app.loadRules();
+  });
+  after(async () => {
+    await f?.close();
+  });
+
+  test('bidi overrides and controls in a value are escaped; a 4,000-character value is cut in the top list and the chart caption', async () => {
+    const monitor = f.app.operator!;
+    monitor.sampleRates();
+    const rlo = '\u202Elive';
+    const long = 'L'.repeat(4000);
+    for (let i = 0; i < 3; i++) {
+      await decide(f.http, 'hostile', [{ key: 'user', value: rlo }]);
+      await decide(f.http, 'hostile', [{ key: 'user', value: long }]);
+      await decide(f.http, 'hostile', [{ key: 'user', value: 'bell\u0007\u001B[2J' }]);
+    }
+    f.clock.advance(10_000);
+    monitor.sampleRates();
+    const { body } = await getJson<OperatorState>(`${f.base}/operator/api/state`);
+    const values = body.top.entries.map((e) => e.entries[0]!.value);
+    assert.ok(values.includes('\\u{202E}live'), JSON.stringify(values));
+    assert.ok(values.includes('bell\\u{0007}\\u{001B}[2J'), JSON.stringify(values));
+    const cut = values.find((v) => v.startsWith('LLL'))!;
+    assert.equal(cut.length, 64);
+    assert.ok(cut.endsWith('…'));
+    // Nothing invisible or reordering reaches the page, in any string of the state.
+    const strings: string[] = [];
+    const walk = (v: unknown): void => {
+      if (typeof v === 'string') strings.push(v);
+      else if (typeof v === 'object' && v !== null) for (const x of Object.values(v)) walk(x);
+    };
+    walk(body);
+    for (const str of strings) assert.doesNotMatch(str, /[\p{Cc}\p{Cf}]/u, JSON.stringify(str));
+    // Chart captions: the statistics keys embed the values (detailed_metric).
+    const keys = body.rates.series.map((s) => s.key);
+    assert.ok(keys.includes('hostile.user_\\u{202E}live'), JSON.stringify(keys));
+    for (const k of keys) assert.ok(k.length <= 128, `caption of ${k.length} characters`);
+    assert.ok(keys.some((k) => k.startsWith('hostile.user_LLL') && k.endsWith('…')));
+  });
+
+  test('a flood of distinct over-limit decoys that pushes the offender out marks the list incomplete', async () => {
+    f.clock.advance(61_000);
+    // The offender: 1 per minute, so 10 calls give 9 over-limit hits.
+    for (let i = 0; i < 10; i++) await decide(f.http, 'ops', [{ key: 'client', value: 'offender' }]);
+    let { body } = await getJson<OperatorState>(`${f.base}/operator/api/state`);
+    assert.equal(body.top.entries[0]!.entries[0]!.value, 'offender');
+    assert.deepEqual([body.top.dropped, body.top.complete], [0, true]);
+    // 40 decoys, two calls each (the second is over the limit): they evict one another and the
+    // sketch's minimum climbs past the offender's count.
+    for (let i = 0; i < 40; i++) {
+      for (let j = 0; j < 2; j++) await decide(f.http, 'ops', [{ key: 'client', value: `decoy-${i}` }]);
+    }
+    ({ body } = await getJson<OperatorState>(`${f.base}/operator/api/state`));
+    assert.ok(!body.top.entries.some((e) => e.entries[0]!.value === 'offender'), 'the offender was pushed out');
+    assert.ok(body.top.dropped > 0);
+    assert.ok(body.top.hiddenMax >= 9, `hiddenMax ${body.top.hiddenMax}`);
+    assert.equal(body.top.complete, false);
+    assert.ok(body.top.entries.every((e) => e.uncertain));
   });
 });
 
@@ -302,19 +390,11 @@ describe('OPERATOR_PAGE=off', () => {
 });
 
 describe('OPERATOR_PAGE=on', () => {
-  test('any client that reaches the debug port may read the page, whatever host it names', async () => {
-    const f = await startApp({ OPERATOR_PAGE: 'on' });
+  test('the page follows the debug server\'s rule: a host listed in DEBUG_ALLOWED_HOSTS may read it, others may not', async () => {
+    const f = await startApp({ OPERATOR_PAGE: 'on', DEBUG_ALLOWED_HOSTS: 'ratelimit.internal' });
     try {
-      const port = Number(new URL(f.base).port);
-      const status = await new Promise<number>((resolve, reject) => {
-        const req = httpRequest({ host: '127.0.0.1', port, path: '/operator/api/state', headers: { host: 'ratelimit.internal:6070' } }, (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        });
-        req.on('error', reject);
-        req.end();
-      });
-      assert.equal(status, 200);
+      assert.equal((await asHost(f.base, '/operator/api/state', 'ratelimit.internal:6070')).status, 200);
+      assert.equal((await asHost(f.base, '/operator/api/state', 'evil.example:6070')).status, 403);
     } finally {
       await f.close();
     }

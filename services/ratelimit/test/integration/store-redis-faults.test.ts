@@ -4,6 +4,7 @@ import { createServer, type Socket } from 'node:net';
 import { freePort, startRedis, waitFor } from '@rls/testkit';
 import { RedisStore } from '../../src/backends/redis-store.js';
 import { StatsStore, StoreError, type CounterOp } from '@rls/engine';
+import { Secret } from '@rls/settings';
 
 const unhandled: unknown[] = [];
 process.on('unhandledRejection', (r) => unhandled.push(r));
@@ -131,7 +132,7 @@ describe('RedisStore when Redis fails', () => {
     await redis.call('ACL', 'SETUSER', 'limiter', 'on', '>lim:pw', '~*', '+@all');
     const stores: RedisStore[] = [];
     const make = (auth?: string): RedisStore => {
-      const s = new RedisStore({ url: redis.url, socketType: 'tcp', poolSize: 1, timeoutMs: 1_000, auth, reconnectMinMs: 200 });
+      const s = new RedisStore({ url: redis.url, socketType: 'tcp', poolSize: 1, timeoutMs: 1_000, auth: auth === undefined ? undefined : Secret.fromText(auth), reconnectMinMs: 200 });
       stores.push(s);
       return s;
     };

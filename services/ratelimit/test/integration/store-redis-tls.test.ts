@@ -5,6 +5,7 @@ import { RedisStore } from '../../src/backends/redis-store.js';
 import { redisTlsOptions } from '../../src/backends/redis-tls.js';
 import { StoreError, type CounterOp } from '@rls/engine';
 import { runCounterStoreContract } from '../support/store-contract.js';
+import { Secret } from '@rls/settings';
 
 // TLS with a required client certificate, a default-user password and an ACL user.
 let redis: TlsRedisServer;
@@ -20,7 +21,7 @@ const tls = () => redisTlsOptions({ caCert: redis.tls.caCert, clientCert: redis.
 
 runCounterStoreContract('redis over TLS with an ACL user', async () => {
   await redis.call('FLUSHALL');
-  const store = new RedisStore({ url: redis.tlsUrl, socketType: 'tcp', auth: 'limiter:lim-pw', poolSize: 2, timeoutMs: 2_000, tls: tls() });
+  const store = new RedisStore({ url: redis.tlsUrl, socketType: 'tcp', auth: Secret.fromText('limiter:lim-pw'), poolSize: 2, timeoutMs: 2_000, tls: tls() });
   await store.waitUntilConnected(5_000);
   return { store, cleanup: () => store.close(), ttlSeconds: async (key: string) => (await redis.call('TTL', key)) as number };
 });
@@ -39,7 +40,7 @@ async function failsWith(opts: ConstructorParameters<typeof RedisStore>[0], patt
 
 describe('RedisStore with TLS', () => {
   test('the ACL user is the one running the commands', async () => {
-    const store = new RedisStore({ url: redis.tlsUrl, socketType: 'tcp', auth: 'limiter:lim-pw', poolSize: 1, timeoutMs: 2_000, tls: tls() });
+    const store = new RedisStore({ url: redis.tlsUrl, socketType: 'tcp', auth: Secret.fromText('limiter:lim-pw'), poolSize: 1, timeoutMs: 2_000, tls: tls() });
     try {
       await store.increment([op('who')]);
       const clients = String(await redis.call('CLIENT', 'LIST'));
@@ -50,7 +51,7 @@ describe('RedisStore with TLS', () => {
   });
 
   test('refused: unknown CA, no client certificate, plain text to the TLS port, TLS to the plain port', async () => {
-    const base = { url: redis.tlsUrl, socketType: 'tcp' as const, auth: 'limiter:lim-pw', poolSize: 1, timeoutMs: 1_000, reconnectMinMs: 500 };
+    const base = { url: redis.tlsUrl, socketType: 'tcp' as const, auth: Secret.fromText('limiter:lim-pw'), poolSize: 1, timeoutMs: 1_000, reconnectMinMs: 500 };
     await failsWith({ ...base, tls: redisTlsOptions({ clientCert: redis.tls.clientCert, clientKey: redis.tls.clientKey }) }, /self.signed|unable to verify|certificate/i);
     await failsWith({ ...base, tls: redisTlsOptions({ caCert: redis.tls.caCert }) }, /redis connection lost|certificate|alert/i);
     await failsWith({ ...base }, /timed out|connection lost|protocol/i);

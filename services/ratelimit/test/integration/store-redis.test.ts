@@ -1,11 +1,12 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startRedis, type RedisServer } from '@rls/testkit';
-import { RedisStore, authCommand, parseRedisEndpoint } from '../../src/backends/redis-store.js';
+import { RedisStore, authHandshake, parseRedisEndpoint } from '../../src/backends/redis-store.js';
 import { StoreError } from '@rls/engine';
 import { runCounterStoreContract } from '../support/store-contract.js';
 import { runAlgorithmStoreCases } from './algorithm-store-cases.js';
 import { runAlgorithmContract } from '../support/algorithm-contract.js';
+import { Secret } from '@rls/settings';
 
 let redis: RedisServer;
 before(async () => {
@@ -115,9 +116,10 @@ describe('RedisStore specifics', () => {
     assert.deepEqual(parseRedisEndpoint('/var/run/redis.sock', 'unix'), { kind: 'unix', path: '/var/run/redis.sock' });
     assert.throws(() => parseRedisEndpoint('localhost', 'tcp'), StoreError);
     assert.throws(() => parseRedisEndpoint('host:0', 'tcp'), StoreError);
-    assert.deepEqual(authCommand('secret'), ['AUTH', 'secret']);
-    assert.deepEqual(authCommand('user:pa:ss'), ['AUTH', 'user', 'pa:ss']);
-    assert.equal(authCommand(''), undefined);
-    assert.equal(authCommand(undefined), undefined);
+    assert.equal(authHandshake(Secret.fromText('secret'))?.toString(), '*2\r\n$4\r\nAUTH\r\n$6\r\nsecret\r\n');
+    // user:password is split at the first ':'; lengths are bytes.
+    assert.equal(authHandshake(Secret.fromText('user:pä:ss'))?.toString(), '*3\r\n$4\r\nAUTH\r\n$4\r\nuser\r\n$6\r\npä:ss\r\n');
+    assert.equal(authHandshake(Secret.NONE), undefined);
+    assert.equal(authHandshake(undefined), undefined);
   });
 });

@@ -7,6 +7,7 @@ import { runCounterStoreContract } from '../support/store-contract.js';
 import { runAlgorithmStoreCases } from './algorithm-store-cases.js';
 import { runAlgorithmContract } from '../support/algorithm-contract.js';
 import { BUCKET_SCRIPT_SHA } from '../../src/backends/redis-commands.js';
+import { Secret } from '@rls/settings';
 
 const unhandled: unknown[] = [];
 process.on('unhandledRejection', (r) => unhandled.push(r));
@@ -23,7 +24,7 @@ after(async () => {
 });
 
 const make = (timeoutMs = 2_000, extra: Partial<ConstructorParameters<typeof SentinelStore>[0]> = {}): SentinelStore =>
-  new SentinelStore({ url: set.url, sentinelAuth: 'sentinel-pw', auth: 'data-pw', poolSize: 2, timeoutMs, ...extra });
+  new SentinelStore({ url: set.url, sentinelAuth: Secret.fromText('sentinel-pw'), auth: Secret.fromText('data-pw'), poolSize: 2, timeoutMs, ...extra });
 
 runCounterStoreContract('redis sentinel (1 master, 1 replica, 3 sentinels)', async () => {
   await set.master.call('FLUSHALL');
@@ -77,8 +78,8 @@ describe('SentinelStore', () => {
   test('writes go to the master the sentinels name; a down sentinel in the list is skipped', async () => {
     const store = new SentinelStore({
       url: `${set.masterName},127.0.0.1:1,${set.sentinels.map((s) => s.address).join(',')}`,
-      sentinelAuth: 'sentinel-pw',
-      auth: 'data-pw',
+      sentinelAuth: Secret.fromText('sentinel-pw'),
+      auth: Secret.fromText('data-pw'),
       poolSize: 1,
       timeoutMs: 2_000,
     });
@@ -93,8 +94,8 @@ describe('SentinelStore', () => {
   });
 
   test('wrong sentinel or data credentials: calls fail within the timeout with the server text', async () => {
-    const badSentinel = make(400, { sentinelAuth: 'nope' });
-    const badData = make(400, { auth: 'nope' });
+    const badSentinel = make(400, { sentinelAuth: Secret.fromText('nope') });
+    const badData = make(400, { auth: Secret.fromText('nope') });
     try {
       const t0 = performance.now();
       await assert.rejects(badSentinel.increment([op('x')]), (e: unknown) => e instanceof StoreError && /WRONGPASS|invalid password/i.test(e.message));

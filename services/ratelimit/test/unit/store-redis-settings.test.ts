@@ -22,7 +22,10 @@ test('KVSTORE_* defaults follow the seed', () => {
 test('sentinel and cluster are accepted; types are case-insensitive; REDIS_* aliases work', () => {
   const a = loadSettings({ ...tcp, KVSTORE_TYPE: 'SENTINEL', KVSTORE_URL: 'mymaster,10.0.0.1:26379,10.0.0.2:26379', KVSTORE_SENTINEL_AUTH: 'u:p' }).settings;
   assert.equal(a.kvstoreType, 'sentinel');
-  assert.equal(a.kvstoreSentinelAuth, 'u:p');
+  // Credentials are kept as Secrets (bytes, never a string a heap snapshot could show) and print redacted.
+  assert.equal(a.kvstoreSentinelAuth.copyBytes().toString(), 'u:p');
+  assert.equal(String(a.kvstoreSentinelAuth), '[redacted]');
+  assert.equal(JSON.stringify({ auth: a.kvstoreSentinelAuth }), '{"auth":"[redacted]"}');
   const b = loadSettings({ ...tcp, REDIS_TYPE: 'cluster', REDIS_URL: 'n1:7000,n2:7001', REDIS_PIPELINE_WINDOW: '150us', REDIS_POOL_ON_EMPTY_BEHAVIOR: 'error', REDIS_POOL_ON_EMPTY_WAIT_DURATION: '50ms' }).settings;
   assert.equal(b.kvstoreType, 'cluster');
   assert.equal(b.kvstorePipelineWindowMs, 0.15);
