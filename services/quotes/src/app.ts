@@ -16,6 +16,11 @@ import { compressionOptions } from './api/compression.js';
 import { parseQueryString } from './api/query-string.js';
 import { registerCryptoRoutes } from './api/crypto-routes.js';
 import { registerCoinGeckoRoutes, requestCoingeckoToken } from './coingecko/cg-routes.js';
+import { CgBodyCache } from './coingecko/cg-route.js';
+import { registerCoinGeckoHistoryRoutes } from './coingecko/cg-history-routes.js';
+import { registerKeyRoute } from './coingecko/cg-key-route.js';
+import { planMinuteLimits } from './ratelimit/plan-minute-limits.js';
+import { shippedRulesDir } from './ratelimit/create-gate.js';
 import { MarketData } from './coingecko/market-data.js';
 import { QuoteStreamHub } from './stream/quote-stream-hub.js';
 import { registerStreamRoutes } from './stream/stream-routes.js';
@@ -254,6 +259,12 @@ export async function buildApp(settings: Readonly<Settings>, deps: AppDeps): Pro
   if (settings.compression) await app.register(compress, compressionOptions(settings.compressionMinBytes));
   registerCryptoRoutes(app, { quotes, catalog, clock, auth: authenticator(accounts, limiters), publicBaseUrl: settings.publicBaseUrl });
   registerCoinGeckoRoutes(app, { data: marketData, catalog, clock, auth: authenticator(accounts, limiters, requestCoingeckoToken), publicBaseUrl: settings.publicBaseUrl, refreshMs, cacheBytes: settings.coingeckoCacheBytes });
+  // The /api/v3 endpoints added beside cg-routes.ts (history, OHLC range, exchange rates, movers, /key).
+  const cgDeps = { data: marketData, catalog, clock, auth: authenticator(accounts, limiters, requestCoingeckoToken), publicBaseUrl: settings.publicBaseUrl, refreshMs };
+  const cgBodies = new CgBodyCache(settings.coingeckoCacheBytes);
+  registerCoinGeckoHistoryRoutes(app, cgDeps, cgBodies);
+  const minuteLimits = deps.rateLimit === undefined ? undefined : planMinuteLimits(settings.rateLimitRulesDir ?? shippedRulesDir(), settings.rateLimitDomain);
+  registerKeyRoute(app, { accounts, burst, usage: buffered ?? store.usage, minuteLimits, clock });
   registerStreamRoutes(app, { hub: streams, accounts, limiters, catalog, publicBaseUrl: settings.publicBaseUrl });
   // Open streams would keep the server from closing: they end first (clients reconnect elsewhere).
   app.addHook('preClose', (done) => {
