@@ -15,6 +15,7 @@ import compress from '@fastify/compress';
 import { compressionOptions } from './api/compression.js';
 import { parseQueryString } from './api/query-string.js';
 import { registerCryptoRoutes } from './api/crypto-routes.js';
+import { registerCurrencyRoutes } from './api/currency-routes.js';
 import { registerCoinGeckoRoutes, requestCoingeckoToken } from './coingecko/cg-routes.js';
 import { CgBodyCache } from './coingecko/cg-route.js';
 import { registerCoinGeckoHistoryRoutes } from './coingecko/cg-history-routes.js';
@@ -259,6 +260,8 @@ export async function buildApp(settings: Readonly<Settings>, deps: AppDeps): Pro
   if (settings.compression) await app.register(compress, compressionOptions(settings.compressionMinBytes));
   registerCryptoRoutes(app, { quotes, catalog, clock, auth: authenticator(accounts, limiters), publicBaseUrl: settings.publicBaseUrl });
   registerCoinGeckoRoutes(app, { data: marketData, catalog, clock, auth: authenticator(accounts, limiters, requestCoingeckoToken), publicBaseUrl: settings.publicBaseUrl, refreshMs, cacheBytes: settings.coingeckoCacheBytes });
+  // brapi's fiat currency quotes, on the same tokens, plans and limits as /api/v2/crypto.
+  registerCurrencyRoutes(app, { snapshots, fxHistory, fxKind: deps.fx.kind, clock, auth: authenticator(accounts, limiters), staleMs, refreshMs });
   // The /api/v3 endpoints added beside cg-routes.ts (history, OHLC range, exchange rates, movers, /key).
   const cgDeps = { data: marketData, catalog, clock, auth: authenticator(accounts, limiters, requestCoingeckoToken), publicBaseUrl: settings.publicBaseUrl, refreshMs };
   const cgBodies = new CgBodyCache(settings.coingeckoCacheBytes);

@@ -1,6 +1,6 @@
 import type { MarketSnapshot } from '../market/market-snapshots.js';
 import { isBaseInterval, type BaseInterval } from '../history/intervals.js';
-import type { Candle, Ticker } from '../market/types.js';
+import type { Candle, FxQuote, FxSnapshot, Ticker } from '../market/types.js';
 import type { StoredMarketState } from './types.js';
 
 /** In-progress candles by `liveCandleKey(symbol, base)`, as the ingesting replica last fetched them. */
@@ -24,7 +24,8 @@ interface Encoded {
   v: 1;
   symbols: string[];
   tickers: Ticker[];
-  fx: { time: number; rates: [string, number][] };
+  /** `quotes` (currency, bid, ask, high, low, time) and `sources` are absent in states written before they were shared. */
+  fx: { time: number; rates: [string, number][]; quotes?: [string, number, number, number, number, number][]; sources?: [string, string][] };
   /** Absent in states written before history was shared. */
   live?: EncodedCandle[];
 }
@@ -36,6 +37,8 @@ interface Encoded {
  */
 export function encodeMarketState(snapshot: MarketSnapshot, symbols: readonly string[], live: LiveCandles = NO_LIVE): string {
   const e: Encoded = { v: 1, symbols: [...symbols], tickers: [...snapshot.tickers.values()], fx: { time: snapshot.fx.time, rates: [...snapshot.fx.rates] } };
+  if (snapshot.fx.quotes !== undefined) e.fx.quotes = [...snapshot.fx.quotes].map(([c, q]) => [c, q.bid, q.ask, q.high, q.low, q.time]);
+  if (snapshot.fx.sources !== undefined) e.fx.sources = [...snapshot.fx.sources];
   if (live.size > 0) {
     e.live = [];
     for (const [key, k] of live) {
@@ -64,6 +67,19 @@ export function decodeMarketState(stored: StoredMarketState): SharedMarket {
     if (!Array.isArray(r) || typeof r[0] !== 'string' || !finite(r[1])) throw new Error(`market state version ${stored.version}: malformed FX rate`);
     rates.set(r[0], r[1]);
   }
+  let quotes: Map<string, FxQuote> | undefined;
+  for (const q of Array.isArray(e.fx.quotes) ? e.fx.quotes : []) {
+    if (!Array.isArray(q) || typeof q[0] !== 'string' || ![q[1], q[2], q[3], q[4], q[5]].every(finite)) throw new Error(`market state version ${stored.version}: malformed FX quote`);
+    (quotes ??= new Map()).set(q[0], { bid: q[1], ask: q[2], high: q[3], low: q[4], time: q[5] });
+  }
+  let sources: Map<string, string> | undefined;
+  for (const x of Array.isArray(e.fx.sources) ? e.fx.sources : []) {
+    if (!Array.isArray(x) || typeof x[0] !== 'string' || typeof x[1] !== 'string') throw new Error(`market state version ${stored.version}: malformed FX source`);
+    (sources ??= new Map()).set(x[0], x[1]);
+  }
+  const fx: FxSnapshot = { time: e.fx.time, rates };
+  if (quotes !== undefined) fx.quotes = quotes;
+  if (sources !== undefined) fx.sources = sources;
   const live = new Map<string, Candle>();
   for (const c of Array.isArray(e.live) ? e.live : []) {
     if (!Array.isArray(c) || typeof c[0] !== 'string' || typeof c[1] !== 'string' || !isBaseInterval(c[1]) || ![c[2], c[3], c[4], c[5], c[6]].every(finite) || !(c[7] === null || finite(c[7]))) {
@@ -72,5 +88,5 @@ export function decodeMarketState(stored: StoredMarketState): SharedMarket {
     live.set(liveCandleKey(c[0], c[1]), { time: c[2], open: c[3], high: c[4], low: c[5], close: c[6], volume: c[7] });
   }
   const symbols = e.symbols.filter((s): s is string => typeof s === 'string');
-  return { snapshot: { version: stored.version, fetchedAt: stored.fetchedAt, tickers, fx: { time: e.fx.time, rates } }, symbols, live };
+  return { snapshot: { version: stored.version, fetchedAt: stored.fetchedAt, tickers, fx }, symbols, live };
 }

@@ -47,6 +47,12 @@ describe('market state codec', () => {
     assert.deepEqual(back.snapshot.tickers.get('BTC'), snap.tickers.get('BTC'));
     assert.deepEqual([...back.snapshot.fx.rates], [['BRL', 5.123456789012345]]);
     assert.equal(encodeMarketState(back.snapshot, back.symbols), body, 'encoding what was decoded gives the same text');
+    // Official bid/ask quotes and the source of each rate reach followers too (brapi's /api/v2/currency).
+    const withQuotes: MarketSnapshot = { ...snap, fx: { ...snap.fx, quotes: new Map([['USD', { bid: 5.4994, ask: 5.5, high: 5.511, low: 5.488, time: 99 }]]), sources: new Map([['BRL', 'ptax']]) } };
+    const q = decodeMarketState({ version: 4, fetchedAt: 1, body: encodeMarketState(withQuotes, ['BTC']) }).snapshot.fx;
+    assert.deepEqual(q.quotes, withQuotes.fx.quotes);
+    assert.deepEqual(q.sources, withQuotes.fx.sources);
+    assert.equal(back.snapshot.fx.quotes, undefined, 'absent where the source has none');
     assert.throws(() => decodeMarketState({ version: 1, fetchedAt: 0, body: '{"v":2}' }), /market state version 1: not a version-1 market state/);
     assert.throws(() => decodeMarketState({ version: 2, fetchedAt: 0, body: JSON.stringify({ v: 1, symbols: [], tickers: [{ symbol: 'X' }], fx: { time: 0, rates: [] } }) }), /malformed ticker/);
   });

@@ -74,11 +74,29 @@ export interface MarketSource {
   close?(): Promise<void>;
 }
 
+/**
+ * One currency's dealer quote in an official bulletin (BCB PTAX): BRL per unit of the currency,
+ * buying (bid) and selling (ask) rates of the bulletin used, and the extremes of that day's
+ * bulletins.
+ */
+export interface FxQuote {
+  bid: number;
+  ask: number;
+  high: number;
+  low: number;
+  /** When the bulletin was published (milliseconds). */
+  time: number;
+}
+
 /** Rates are "1 USD = rate units of the currency". */
 export interface FxSnapshot {
   /** When the rates were observed (milliseconds). */
   time: number;
   rates: ReadonlyMap<string, number>;
+  /** Official bid/ask quotes against BRL by currency (PTAX, or the simulated FX), where the source has them. */
+  quotes?: ReadonlyMap<string, FxQuote>;
+  /** Which source gave each currency's rate (a layered source); absent: the FX source's own kind. */
+  sources?: ReadonlyMap<string, string>;
 }
 
 export interface DailyRate {
