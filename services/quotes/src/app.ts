@@ -19,6 +19,7 @@ import { registerCurrencyRoutes } from './api/currency-routes.js';
 import { registerCoinGeckoRoutes, requestCoingeckoToken } from './coingecko/cg-routes.js';
 import { CgBodyCache } from './coingecko/cg-route.js';
 import { registerCoinGeckoHistoryRoutes } from './coingecko/cg-history-routes.js';
+import { registerCoinGeckoExchangeRoutes } from './coingecko/cg-exchange-routes.js';
 import { registerKeyRoute } from './coingecko/cg-key-route.js';
 import { planMinuteLimits } from './ratelimit/plan-minute-limits.js';
 import { shippedRulesDir } from './ratelimit/create-gate.js';
@@ -147,7 +148,7 @@ export async function buildApp(settings: Readonly<Settings>, deps: AppDeps): Pro
   const live = market.kind !== 'simulated';
   const counters = deps.counters ?? new UpstreamCounters();
   // A live source refreshes on a timer, so no request ever waits on an exchange's retries.
-  const snapshots = new MarketSnapshots({ market, fx: deps.fx, clock, symbols, refreshMs, log: log.child({ component: 'market' }), mode: live || replication !== undefined ? 'background' : 'on-demand', ...(replication === undefined ? {} : { mayIngest: replication.mayIngest, publish: replication.publish }) });
+  const snapshots = new MarketSnapshots({ market, fx: deps.fx, clock, symbols, refreshMs, maxVenues: settings.exchangeTickersMax, log: log.child({ component: 'market' }), mode: live || replication !== undefined ? 'background' : 'on-demand', ...(replication === undefined ? {} : { mayIngest: replication.mayIngest, publish: replication.publish }) });
   // Several replicas: requests fill history from the sources only on the ingesting replica, and
   // every replica serves the in-progress candles published with the market state (cluster/replication.ts).
   const sharedHistory = replication === undefined ? {} : { mayFetch: replication.mayIngest, sharedLive: replication.liveCandle };
@@ -262,10 +263,11 @@ export async function buildApp(settings: Readonly<Settings>, deps: AppDeps): Pro
   registerCoinGeckoRoutes(app, { data: marketData, catalog, clock, auth: authenticator(accounts, limiters, requestCoingeckoToken), publicBaseUrl: settings.publicBaseUrl, refreshMs, cacheBytes: settings.coingeckoCacheBytes });
   // brapi's fiat currency quotes, on the same tokens, plans and limits as /api/v2/crypto.
   registerCurrencyRoutes(app, { snapshots, fxHistory, fxKind: deps.fx.kind, clock, auth: authenticator(accounts, limiters), staleMs, refreshMs });
-  // The /api/v3 endpoints added beside cg-routes.ts (history, OHLC range, exchange rates, movers, /key).
+  // The /api/v3 endpoints added beside cg-routes.ts (history, OHLC range, exchange rates, movers, tickers, exchanges, /key).
   const cgDeps = { data: marketData, catalog, clock, auth: authenticator(accounts, limiters, requestCoingeckoToken), publicBaseUrl: settings.publicBaseUrl, refreshMs };
   const cgBodies = new CgBodyCache(settings.coingeckoCacheBytes);
   registerCoinGeckoHistoryRoutes(app, cgDeps, cgBodies);
+  registerCoinGeckoExchangeRoutes(app, cgDeps, cgBodies);
   const minuteLimits = deps.rateLimit === undefined ? undefined : planMinuteLimits(settings.rateLimitRulesDir ?? shippedRulesDir(), settings.rateLimitDomain);
   registerKeyRoute(app, { accounts, burst, usage: buffered ?? store.usage, minuteLimits, clock });
   registerStreamRoutes(app, { hub: streams, accounts, limiters, catalog, publicBaseUrl: settings.publicBaseUrl });

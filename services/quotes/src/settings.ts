@@ -104,6 +104,14 @@ export const SETTING_DEFS = {
     meaning: 'With several exchanges, one whose price deviates more than this from the volume-weighted median is left out and logged (0.01–100).',
     parse: (raw) => parseFloatIn(raw, 0.01, 100),
   }),
+  exchangeTickersMax: def({
+    name: 'MARKET_EXCHANGE_TICKERS_MAX',
+    default: '5000',
+    unit: 'tickers',
+    meaning:
+      'Most per-exchange tickers (one per exchange and pair ingested) kept with each market snapshot, most traded first, for /api/v3/coins/{id}/tickers and /exchanges; also what the shared market state carries to other replicas (1–100000).',
+    parse: int(1, 100_000),
+  }),
   fiatPairs: def({
     name: 'MARKET_FIAT_PAIRS',
     default: '',

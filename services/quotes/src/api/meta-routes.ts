@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../clock.js';
 import type { MarketSnapshots } from '../market/market-snapshots.js';
 import { DOCS_PAGE } from './docs-page.js';
-import type { IconStore } from './icons.js';
+import { fallbackIcon, type IconStore } from './icons.js';
 
 export interface MetaRoutesDeps {
   openapi: Record<string, unknown>;
@@ -47,6 +47,13 @@ export function registerMetaRoutes(app: FastifyInstance, deps: MetaRoutesDeps): 
     const icon = m?.[1] === undefined ? undefined : deps.icons.get(m[1]);
     if (icon === undefined) return reply.callNotFound();
     void reply.header('cache-control', 'public, max-age=86400').header('x-icon-fallback', icon.found ? '0' : '1').type('image/svg+xml').send(icon.svg);
+  });
+
+  // Exchange logos (CoinGecko's `image` and `include_exchange_logo`): a generated icon per exchange id.
+  app.get<{ Params: { file: string } }>('/icons/exchanges/:file', (request, reply) => {
+    const m = /^([a-z0-9_-]{1,40})\.svg$/i.exec(request.params.file);
+    if (m?.[1] === undefined) return reply.callNotFound();
+    void reply.header('cache-control', 'public, max-age=86400').type('image/svg+xml').send(fallbackIcon(`exchange:${m[1].toLowerCase()}`));
   });
 
   app.options('*', (_request, reply) => {

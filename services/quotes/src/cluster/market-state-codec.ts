@@ -1,6 +1,6 @@
 import type { MarketSnapshot } from '../market/market-snapshots.js';
 import { isBaseInterval, type BaseInterval } from '../history/intervals.js';
-import type { Candle, FxQuote, FxSnapshot, Ticker } from '../market/types.js';
+import type { Candle, FxQuote, FxSnapshot, Ticker, VenueTicker } from '../market/types.js';
 import type { StoredMarketState } from './types.js';
 
 /** In-progress candles by `liveCandleKey(symbol, base)`, as the ingesting replica last fetched them. */
@@ -28,7 +28,13 @@ interface Encoded {
   fx: { time: number; rates: [string, number][]; quotes?: [string, number, number, number, number, number][]; sources?: [string, string][] };
   /** Absent in states written before history was shared. */
   live?: EncodedCandle[];
+  /** Per-exchange tickers (already bounded by MARKET_EXCHANGE_TICKERS_MAX); absent in older states. */
+  venues?: EncodedVenue[];
 }
+
+/** exchange, pair, base, target, last, base volume, quote volume, USD per target, bid, ask, time, status. */
+type EncodedVenue = [string, string, string, string, number, number, number, number | null, number | null, number | null, number, VenueTicker['status']];
+const VENUE_STATUS: ReadonlySet<string> = new Set(['used', 'unused', 'outlier', 'stale']);
 
 /**
  * JSON text of a snapshot. Every replica, the writer included, serves what `decodeMarketState`
@@ -39,6 +45,7 @@ export function encodeMarketState(snapshot: MarketSnapshot, symbols: readonly st
   const e: Encoded = { v: 1, symbols: [...symbols], tickers: [...snapshot.tickers.values()], fx: { time: snapshot.fx.time, rates: [...snapshot.fx.rates] } };
   if (snapshot.fx.quotes !== undefined) e.fx.quotes = [...snapshot.fx.quotes].map(([c, q]) => [c, q.bid, q.ask, q.high, q.low, q.time]);
   if (snapshot.fx.sources !== undefined) e.fx.sources = [...snapshot.fx.sources];
+  if (snapshot.venues !== undefined) e.venues = snapshot.venues.map((v) => [v.exchange, v.pair, v.base, v.target, v.last, v.baseVolume, v.quoteVolume, v.usdPerTarget, v.bid, v.ask, v.time, v.status]);
   if (live.size > 0) {
     e.live = [];
     for (const [key, k] of live) {
@@ -77,6 +84,14 @@ export function decodeMarketState(stored: StoredMarketState): SharedMarket {
     if (!Array.isArray(x) || typeof x[0] !== 'string' || typeof x[1] !== 'string') throw new Error(`market state version ${stored.version}: malformed FX source`);
     (sources ??= new Map()).set(x[0], x[1]);
   }
+  let venues: VenueTicker[] | undefined;
+  const orNull = (x: unknown): x is number | null => x === null || finite(x);
+  for (const v of Array.isArray(e.venues) ? e.venues : []) {
+    if (!Array.isArray(v) || ![v[0], v[1], v[2], v[3]].every((x) => typeof x === 'string') || ![v[4], v[5], v[6], v[10]].every(finite) || ![v[7], v[8], v[9]].every(orNull) || !VENUE_STATUS.has(v[11])) {
+      throw new Error(`market state version ${stored.version}: malformed exchange ticker`);
+    }
+    (venues ??= []).push({ exchange: v[0], pair: v[1], base: v[2], target: v[3], last: v[4], baseVolume: v[5], quoteVolume: v[6], usdPerTarget: v[7], bid: v[8], ask: v[9], time: v[10], status: v[11] });
+  }
   const fx: FxSnapshot = { time: e.fx.time, rates };
   if (quotes !== undefined) fx.quotes = quotes;
   if (sources !== undefined) fx.sources = sources;
@@ -88,5 +103,7 @@ export function decodeMarketState(stored: StoredMarketState): SharedMarket {
     live.set(liveCandleKey(c[0], c[1]), { time: c[2], open: c[3], high: c[4], low: c[5], close: c[6], volume: c[7] });
   }
   const symbols = e.symbols.filter((s): s is string => typeof s === 'string');
-  return { snapshot: { version: stored.version, fetchedAt: stored.fetchedAt, tickers, fx }, symbols, live };
+  const snapshot: MarketSnapshot = { version: stored.version, fetchedAt: stored.fetchedAt, tickers, fx };
+  if (venues !== undefined) snapshot.venues = venues;
+  return { snapshot, symbols, live };
 }

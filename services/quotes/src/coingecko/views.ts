@@ -6,6 +6,7 @@ import { MAX_DIGITS, roundValue, valueFormat } from '../service/value-precision.
 import { badParam } from './cg-errors.js';
 import type { Precision } from './cg-params.js';
 import { referenceDay, type Board, type BoardCoin, type ChangeWindow, type MarketData, type PriceRefs } from './market-data.js';
+import { coinTickersView } from './ticker-views.js';
 
 /**
  * The view models of the CoinGecko-compatible API: plain objects in CoinGecko's field names and
@@ -352,7 +353,8 @@ export async function coinView(data: MarketData, board: Board, c: BoardCoin, p: 
     }
     out.market_data = md;
   }
-  if (p.tickers) out.tickers = [];
+  // The coin's per-exchange tickers, as the first page of /coins/{id}/tickers.
+  if (p.tickers) out.tickers = coinTickersView(board, data.deps.catalog, c.symbol, c.name, { exchanges: undefined, page: 1, order: 'trust_score_desc', logo: false, depth: false, baseUrl: p.baseUrl }).tickers;
   out.last_updated = iso(t.closeTime);
   return out;
 }

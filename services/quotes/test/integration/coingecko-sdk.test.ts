@@ -237,7 +237,7 @@ describe('the official CoinGecko SDK against a listening server', () => {
     assert.equal(md.price_change_percentage_24h, md.price_change_percentage_24h_in_currency?.usd);
     assert.equal((md.sparkline_7d as unknown as { price: number[] }).price.length > 160, true);
     const full = await cg.coins.getID('bitcoin');
-    assert.deepEqual(full.tickers, []);
+    assert.equal(full.tickers?.length, 1, 'its per-exchange tickers (one on the simulated exchange)');
     assert.deepEqual(full.localization, { en: 'Bitcoin' });
     await assert.rejects(cg.coins.getID('no-such-coin'), (err: unknown) => {
       assert.ok(err instanceof NotFoundError);
@@ -262,7 +262,7 @@ describe('the official CoinGecko SDK against a listening server', () => {
     assert.ok(daily.prices.length >= 30 && daily.prices.length <= 32);
     const max = await cg.coins.marketChart.get('ethereum', { vs_currency: 'usd', days: 'max' });
     assert.ok(max.prices.length > 3000, 'ETH since 2015, daily');
-    assert.equal(max.prices[max.prices.length - 1]![0], Math.floor(t.clock.now() / 60_000) * 60_000, 'the last point is the live price');
+    assert.equal(max.prices[max.prices.length - 1]![0], Math.floor(t.clock.now() / 1000) * 1000, 'the last point is the live price');
     // The startup plan reaches 366 days back.
     const limited = await demo(t.tokens.startup).coins.marketChart.get('ethereum', { vs_currency: 'usd', days: 'max' });
     assert.ok(limited.prices.length <= 368 && limited.prices[0]![0]! >= t.clock.now() - 367 * DAY_MS);
@@ -364,7 +364,7 @@ describe('the official CoinGecko SDK against a listening server', () => {
   });
 
   test('unknown /api/v3 paths and methods answer in CoinGecko shape', async () => {
-    const r = await fetch(`${baseURL}/exchanges`, { headers: { 'x-cg-demo-api-key': t.tokens.pro! } });
+    const r = await fetch(`${baseURL}/derivatives`, { headers: { 'x-cg-demo-api-key': t.tokens.pro! } });
     assert.equal(r.status, 404);
     assert.ok('error' in ((await r.json()) as object));
     const post = await fetch(`${baseURL}/simple/price`, { method: 'POST', body: '{', headers: { 'content-type': 'application/json' } });
@@ -581,5 +581,99 @@ describe('CoinGecko history, OHLC range, exchange rates, movers and /key through
     assert.equal((await cg(t.tokens.pro!).key.get()).rate_limit_request_per_minute, 3000);
     await assert.rejects(new Coingecko({ demoAPIKey: null, proAPIKey: null, baseURL, maxRetries: 0 }).key.get({ headers: { 'x-cg-demo-api-key': null } }), AuthenticationError);
     await assert.rejects(cg('qt_nope').key.get(), AuthenticationError);
+  });
+});
+
+describe('CoinGecko tickers and exchanges through the SDK (the simulated exchange)', () => {
+  let t: TestApp;
+  let baseURL: string;
+  const cg = (key: string): Coingecko => new Coingecko({ demoAPIKey: key, proAPIKey: null, baseURL, maxRetries: 0 });
+  before(async () => {
+    t = await makeTestApp({ logLevel: 'warn' });
+    baseURL = `${await t.app.listen({ host: '127.0.0.1', port: 0 })}/api/v3`;
+  });
+  after(async () => {
+    await t.close();
+  });
+
+  test('coins/{id}/tickers: one ticker per exchange and pair, converted figures, spread, flags; paging and errors', async () => {
+    const c = cg(t.tokens.pro!);
+    const r = await c.coins.tickers.get('bitcoin', { include_exchange_logo: true, depth: true, order: 'volume_desc' });
+    assert.equal(r.name, 'Bitcoin');
+    assert.equal(r.tickers.length, 1);
+    const x = r.tickers[0]!;
+    assert.deepEqual([x.base, x.target, x.market.identifier, x.market.name, x.coin_id, x.target_coin_id], ['BTC', 'USDT', 'simulated', 'Simulated Exchange', 'bitcoin', 'tether']);
+    const [m] = await c.coins.markets.get({ vs_currency: 'usd', ids: 'bitcoin' });
+    assert.ok(Math.abs(x.last - m!.current_price!) <= 1e-9 * x.last, 'the last price is the quote');
+    assert.equal(x.converted_last.usd, x.last);
+    assert.equal(x.converted_last.btc, 1);
+    assert.ok(Math.abs(x.converted_volume.usd! - m!.total_volume!) <= 0.01, 'the 24 h volume is the quote volume');
+    assert.ok(Math.abs(x.volume * x.last - x.converted_volume.usd!) <= 1e-6 * x.converted_volume.usd!, 'volume in base units');
+    assert.ok(x.bid_ask_spread_percentage > 0 && x.bid_ask_spread_percentage < 1);
+    assert.equal(x.is_anomaly, false);
+    assert.equal(x.is_stale, false);
+    assert.equal(x.trust_score, 'green');
+    assert.ok(x.market.logo?.endsWith('/icons/exchanges/simulated.svg'));
+    const logo = await fetch(x.market.logo!);
+    assert.equal(logo.status, 200);
+    assert.match(await logo.text(), /^<svg/);
+    assert.equal(x.timestamp, m!.last_updated);
+    assert.deepEqual((await c.coins.tickers.get('bitcoin', { page: 2 })).tickers, [], 'past the last page: no tickers');
+    assert.deepEqual((await c.coins.tickers.get('bitcoin', { exchange_ids: 'binance' })).tickers, []);
+    const coin = await c.coins.getID('bitcoin');
+    assert.equal(coin.tickers?.length, 1, '/coins/{id} carries the same tickers');
+    await assert.rejects(c.coins.tickers.get('bitcoin', { order: 'best' as 'volume_desc' }), BadRequestError);
+    await assert.rejects(c.coins.tickers.get('bitcoin', { page: 0 }), BadRequestError);
+    await assert.rejects(c.coins.tickers.get('no-such-coin'), NotFoundError);
+  });
+
+  test('exchanges, exchanges/list, exchanges/{id}, exchanges/{id}/tickers: volume in BTC from the tickers; unknown exchange 404', async () => {
+    const c = cg(t.tokens.pro!);
+    const list = await c.exchanges.get({ per_page: 10 });
+    assert.equal(list.length, 1);
+    const ex = list[0]!;
+    assert.equal(ex.id, 'simulated');
+    const markets = await c.coins.markets.get({ vs_currency: 'btc', per_page: 250 });
+    const volBtc = markets.reduce((s, m) => s + (m.total_volume ?? 0), 0);
+    assert.ok(Math.abs(ex.trade_volume_24h_btc - volBtc) <= 1e-6 * volBtc, `24 h volume in BTC ${ex.trade_volume_24h_btc} = the coins' volumes in BTC ${volBtc}`);
+    assert.deepEqual(await c.exchanges.getList(), [{ id: 'simulated', name: 'Simulated Exchange' }]);
+    assert.deepEqual(await c.exchanges.getList({ status: 'inactive' }), []);
+    const one = await c.exchanges.getID('simulated');
+    assert.equal(one.pairs, markets.length);
+    assert.equal(one.coins, markets.length);
+    assert.equal(one.tickers.length, Math.min(100, markets.length), 'its (at most 100) most traded tickers');
+    assert.match(one.public_notice, /Simulated/);
+    const page1 = await c.exchanges.tickers.get('simulated', { order: 'volume_desc' });
+    const page2 = await c.exchanges.tickers.get('simulated', { order: 'volume_desc', page: 2 });
+    assert.equal(page1.tickers.length, Math.min(100, markets.length));
+    assert.equal(page1.tickers.length + page2.tickers.length, markets.length, 'pages of 100 cover every pair');
+    const vols = [...page1.tickers, ...page2.tickers].map((x) => x.converted_volume.usd!);
+    assert.deepEqual(vols, [...vols].sort((a, b) => b - a));
+    const eth = await c.exchanges.tickers.get('simulated', { coin_ids: 'ethereum,solana', order: 'base_target' });
+    assert.deepEqual(eth.tickers.map((x) => x.base), ['ETH', 'SOL']);
+    await assert.rejects(c.exchanges.getID('nowhere'), (err: unknown) => err instanceof NotFoundError && (err.error as { error: string }).error === 'exchange not found');
+    await assert.rejects(c.exchanges.tickers.get('nowhere'), NotFoundError);
+    await assert.rejects(c.exchanges.get({ per_page: 251 }), BadRequestError);
+  });
+});
+
+describe('MARKET_EXCHANGE_TICKERS_MAX bounds the per-exchange tickers kept with a snapshot', () => {
+  test('the most traded are kept; the rest are left out of /exchanges and of the snapshot (what replicas share)', async () => {
+    const t = await makeTestApp({ logLevel: 'warn', settings: { MARKET_EXCHANGE_TICKERS_MAX: '10' } });
+    try {
+      const get = async <T>(url: string): Promise<T> => (await t.app.inject({ url, headers: { 'x-cg-demo-api-key': t.tokens.pro! } })).json<T>();
+      const markets = await get<Array<{ id: string; total_volume: number }>>('/api/v3/coins/markets?vs_currency=usd&per_page=250');
+      assert.ok(markets.length > 10, `${markets.length} coins, more than the bound`);
+      const snap = await t.app.quotes.snapshots.current();
+      assert.equal(snap.venues?.length, 10);
+      assert.equal((await get<{ pairs: number }>('/api/v3/exchanges/simulated')).pairs, 10);
+      const leastTraded = [...markets].sort((a, b) => a.total_volume - b.total_volume)[0]!;
+      assert.deepEqual((await get<{ tickers: unknown[] }>(`/api/v3/coins/${leastTraded.id}/tickers`)).tickers, [], 'the least traded coin lost its ticker');
+      const mostTraded = [...markets].sort((a, b) => b.total_volume - a.total_volume)[0]!;
+      assert.equal((await get<{ tickers: unknown[] }>(`/api/v3/coins/${mostTraded.id}/tickers`)).tickers.length, 1);
+      assert.ok(Buffer.byteLength(JSON.stringify(snap.venues)) < 10 * 400, 'bounded bytes per snapshot');
+    } finally {
+      await t.close();
+    }
   });
 });
