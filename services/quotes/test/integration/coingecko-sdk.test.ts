@@ -655,6 +655,13 @@ describe('CoinGecko tickers and exchanges through the SDK (the simulated exchang
     await assert.rejects(c.exchanges.tickers.get('nowhere'), NotFoundError);
     await assert.rejects(c.exchanges.get({ per_page: 251 }), BadRequestError);
   });
+
+  test('every endpoint added for issue 26 is in /openapi.json', async () => {
+    const oa = (await (await fetch(`${baseURL.replace('/api/v3', '')}/openapi.json`)).json()) as { paths: Record<string, unknown> };
+    for (const p of ['/api/v3/coins/{id}/history', '/api/v3/coins/{id}/ohlc/range', '/api/v3/exchange_rates', '/api/v3/coins/top_gainers_losers', '/api/v3/coins/{id}/tickers', '/api/v3/exchanges', '/api/v3/exchanges/list', '/api/v3/exchanges/{id}', '/api/v3/exchanges/{id}/tickers', '/api/v3/key', '/api/v2/currency', '/api/v2/currency/available']) {
+      assert.ok(p in oa.paths, p);
+    }
+  });
 });
 
 describe('MARKET_EXCHANGE_TICKERS_MAX bounds the per-exchange tickers kept with a snapshot', () => {
