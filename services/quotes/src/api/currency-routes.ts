@@ -61,13 +61,27 @@ export function registerCurrencyRoutes(app: FastifyInstance, deps: CurrencyRoute
     return sendAnswer(reply, cacheableAnswer(body, etagOf(json), maxAge, request.headers['if-none-match']));
   });
 
+  // The unfiltered list (every pair, ~90 KB with all currencies) is built once per FX snapshot.
+  let whole: { fx: object; body: string; etag: string } | undefined;
   app.get('/api/v2/currency/available', async (request, reply) => {
     await deps.auth(request, reply);
     const { fx, maxAge } = await freshFx();
-    const currencies = availablePairs(fx, queryValue(request.query as RawQuery, 'search'));
-    if (currencies.length === 0) throw new QuotesError('CURRENCY_NO_MATCH');
-    const body = JSON.stringify({ currencies });
-    return sendAnswer(reply, cacheableAnswer(body, etagOf(body), maxAge, request.headers['if-none-match']));
+    const search = queryValue(request.query as RawQuery, 'search')?.trim();
+    let body: string;
+    let etag: string;
+    if (search === undefined || search === '') {
+      if (whole?.fx !== fx) {
+        const text = JSON.stringify({ currencies: availablePairs(fx, undefined) });
+        whole = { fx, body: text, etag: etagOf(text) };
+      }
+      ({ body, etag } = whole);
+    } else {
+      const currencies = availablePairs(fx, search);
+      if (currencies.length === 0) throw new QuotesError('CURRENCY_NO_MATCH');
+      body = JSON.stringify({ currencies });
+      etag = etagOf(body);
+    }
+    return sendAnswer(reply, cacheableAnswer(body, etag, maxAge, request.headers['if-none-match']));
   });
 
   // Refused before any body parsing, so odd content types still get a clean 405.
