@@ -17,7 +17,7 @@ import { parseQueryString } from './api/query-string.js';
 import { registerCryptoRoutes } from './api/crypto-routes.js';
 import { registerCurrencyRoutes } from './api/currency-routes.js';
 import { registerCoinGeckoRoutes, requestCoingeckoToken } from './coingecko/cg-routes.js';
-import { CgBodyCache } from './coingecko/cg-route.js';
+import { CgBodyCache, registerCoinGeckoRoot } from './coingecko/cg-route.js';
 import { registerCoinGeckoHistoryRoutes } from './coingecko/cg-history-routes.js';
 import { registerCoinGeckoExchangeRoutes } from './coingecko/cg-exchange-routes.js';
 import { registerKeyRoute } from './coingecko/cg-key-route.js';
@@ -29,6 +29,8 @@ import { registerStreamRoutes } from './stream/stream-routes.js';
 import { DashboardAssets } from './api/dashboard-assets.js';
 import { registerDashboardRoutes } from './api/dashboard-routes.js';
 import { registerDashboardMarketRoutes } from './api/dashboard-market-routes.js';
+import { registerPublicMarketRoutes } from './api/public-market-routes.js';
+import { PublicThrottle } from './ratelimit/public-throttle.js';
 import { DailyUsage } from './accounts/daily-usage.js';
 import { UserService } from './accounts/user-service.js';
 import { BurstLimiter } from './ratelimit/burst-limiter.js';
@@ -266,6 +268,7 @@ export async function buildApp(settings: Readonly<Settings>, deps: AppDeps): Pro
   // The /api/v3 endpoints added beside cg-routes.ts (history, OHLC range, exchange rates, movers, tickers, exchanges, /key).
   const cgDeps = { data: marketData, catalog, clock, auth: authenticator(accounts, limiters, requestCoingeckoToken), publicBaseUrl: settings.publicBaseUrl, refreshMs };
   const cgBodies = new CgBodyCache(settings.coingeckoCacheBytes);
+  registerCoinGeckoRoot(app);
   registerCoinGeckoHistoryRoutes(app, cgDeps, cgBodies);
   registerCoinGeckoExchangeRoutes(app, cgDeps, cgBodies);
   const minuteLimits = deps.rateLimit === undefined ? undefined : planMinuteLimits(settings.rateLimitRulesDir ?? shippedRulesDir(), settings.rateLimitDomain);
@@ -312,10 +315,18 @@ export async function buildApp(settings: Readonly<Settings>, deps: AppDeps): Pro
     assets: new DashboardAssets(settings.dashboardAssetsDir ?? join(packageRoot(), 'dist', 'web')),
     random: deps.random,
     sessionTtlSeconds: settings.dashboardSessionSeconds,
+    publicMarket: settings.publicMarket,
   });
   // The dashboard's market data on the session (counted against the user's token; see the file).
   registerDashboardMarketRoutes(app, { users, accounts, plans: deps.plans, limiters, marketData, quotes, catalog, hub: streams, publicBaseUrl: settings.publicBaseUrl });
+  // The market and coin pages for visitors without an account, when the operator opens them.
+  const visitorPlan = deps.plans.get(settings.dashboardSignupPlan);
+  if (settings.publicMarket && visitorPlan !== undefined) {
+    registerPublicMarketRoutes(app, { marketData, quotes, catalog, plan: visitorPlan, throttle: new PublicThrottle(deps.rateLimit), publicBaseUrl: settings.publicBaseUrl });
+  }
   registerMetaRoutes(app, {
+    // `GET /` leads a newcomer to the market page when it is public, else to the API docs.
+    home: settings.publicMarket ? '/dashboard/#/market' : '/docs',
     openapi: buildOpenApi(deps.plans),
     icons: new IconStore(iconsDirectory()),
     snapshots,

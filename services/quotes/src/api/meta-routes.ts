@@ -5,6 +5,8 @@ import { DOCS_PAGE } from './docs-page.js';
 import { fallbackIcon, type IconStore } from './icons.js';
 
 export interface MetaRoutesDeps {
+  /** Where `GET /` redirects: the market page (when public) or the docs. */
+  home: string;
   openapi: Record<string, unknown>;
   icons: IconStore;
   snapshots: MarketSnapshots;
@@ -32,6 +34,22 @@ export function registerMetaRoutes(app: FastifyInstance, deps: MetaRoutesDeps): 
       coins: snap.tickers.size,
       marketTime: newest > 0 ? new Date(newest).toISOString() : null,
     };
+  });
+
+  app.get('/', (_request, reply) => {
+    void reply.code(302).header('location', deps.home).header('cache-control', 'no-store').send();
+  });
+
+  // The pages' icon: a rising price line on a rounded square, drawn once.
+  const favicon =
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="7" fill="#0f172a"/>' +
+    '<path d="M5 23l7-8 5 5 10-11" fill="none" stroke="#34d399" stroke-width="3.2" stroke-linecap="round" stroke-linejoin="round"/>' +
+    '<circle cx="27" cy="9" r="2.6" fill="#fbbf24"/></svg>';
+  app.get('/favicon.svg', (_request, reply) => {
+    void reply.header('cache-control', 'public, max-age=86400').type('image/svg+xml').send(favicon);
+  });
+  app.get('/favicon.ico', (_request, reply) => {
+    void reply.code(301).header('location', '/favicon.svg').send();
   });
 
   app.get('/openapi.json', (_request, reply) => {

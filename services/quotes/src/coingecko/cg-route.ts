@@ -144,3 +144,16 @@ export function cgPlan(request: FastifyRequest): NonNullable<FastifyRequest['acc
   if (a === null) throw new QuotesError('TOKEN_INVALID');
   return a.plan;
 }
+
+/**
+ * GET /api/v3 (the base URL the quick start prints, opened in a browser): the answer of /ping and
+ * where the endpoints are described, instead of a 404 (no key needed, not counted).
+ */
+export function registerCoinGeckoRoot(app: FastifyInstance): void {
+  const body = JSON.stringify({ gecko_says: '(V3) To the Moon!', docs: '/docs', openapi: '/openapi.json' });
+  for (const url of ['/api/v3', '/api/v3/']) {
+    app.get(url, (_request, reply) => {
+      void reply.header('cache-control', 'no-store').type('application/json; charset=utf-8').send(body);
+    });
+  }
+}
