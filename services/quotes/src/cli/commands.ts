@@ -152,6 +152,9 @@ export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io
         const logger = createLogger(settings.logLevel, logDestination(settings.logFormat));
         const server = await startServer(settings, logger);
         stopOnSignals(server, logger);
+        // The market page's first board reads a week of hourly candles of every coin: built now, so
+        // the newcomer's first visit finds it ready.
+        if (settings.publicMarket) server.app.inject({ url: '/dashboard/api/public/market?currency=USD' }).catch((err: unknown) => logger.warn({ err }, 'warming the market page failed'));
         for (const line of quickstartBanner(server.url, { id: created.record.id, token: created.token }, revoked, settings.publicMarket, settings.marketSource === 'simulated')) io.out(line);
         return 0;
       }

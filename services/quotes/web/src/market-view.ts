@@ -87,6 +87,8 @@ export async function renderMarket(main: HTMLElement, isCurrent: () => boolean =
     }
   }
   let currency = preferredCurrency();
+  // The first board of a fresh server reads a week of hourly candles per coin: say so meanwhile.
+  main.replaceChildren(h('h1', {}, 'Market'), h('p', { class: 'card muted', id: 'market-loading', 'aria-live': 'polite' }, 'Loading the market…'));
   let board = await marketBoard(currency);
   if (!isCurrent()) return;
   // The stream follows the rows on screen (the server lets the market page follow a whole page).
