@@ -33,9 +33,9 @@ export function defaultLogDestination(dest: number | string = 1): DestinationStr
  * lines keep their order and none is lost on exit); `json` (and `auto` when stdout is a pipe or
  * a file) keeps the default destination, one JSON object a line, unchanged for log collectors.
  */
-export function logDestination(format: 'auto' | 'json' | 'pretty', isTty: boolean = process.stdout.isTTY === true): DestinationStream | undefined {
+export function logDestination(format: 'auto' | 'json' | 'pretty', isTty: boolean = process.stdout.isTTY === true, out?: NodeJS.WritableStream): DestinationStream | undefined {
   if (format === 'json' || (format === 'auto' && !isTty)) return undefined;
-  return PinoPretty({ colorize: isTty, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', singleLine: true });
+  return PinoPretty({ colorize: isTty, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', singleLine: true, ...(out === undefined ? {} : { destination: out }) });
 }
 
 /**

@@ -98,6 +98,22 @@ describe('the quick start, as a newcomer runs it (npm run quotes)', () => {
     const parsed = JSON.parse(board.body) as { global: { totalMarketCap: number; btcDominance: number }; coins: unknown[] };
     assert.ok(parsed.global.totalMarketCap > 0 && parsed.global.btcDominance > 0 && parsed.coins.length > 50);
     assert.equal((await peek(`${listening}/favicon.svg`)).status, 200);
+    // Piped (not a terminal), the log lines stay JSON.
+    assert.match(banner, /^\{"level":\d+,"time":\d+/m);
+  });
+
+  test('a visitor address is bounded by the public_ip rule: past 120 requests a minute, 429', async () => {
+    const proc = running.at(-1)!;
+    const url = /listening on (http:\/\/\S+)/.exec(proc.output())?.[1];
+    assert.ok(url !== undefined);
+    const statuses: number[] = [];
+    for (let i = 0; i < 130; i++) statuses.push((await peek(`${url}/dashboard/api/public/market?currency=USD`)).status);
+    const refused = statuses.filter((s) => s === 429).length;
+    assert.ok(statuses.slice(0, 100).every((s) => s === 200), 'well within the limit: answered');
+    assert.ok(refused >= 10, `${refused} of 130 refused: the rule holds one address to 120 a minute (the page's own polling is 12)`);
+    const r = await peek(`${url}/dashboard/api/public/market?currency=USD`);
+    assert.equal(r.status, 429);
+    assert.ok(Number(r.headers['retry-after']) > 0);
   });
 
   test('restarting does not pile up live pro tokens: the previous quick-start token is revoked', async () => {
