@@ -94,6 +94,20 @@ describe('exchange source end to end (fake Binance + fake PTAX)', () => {
     assert.ok(tickerCalls.every((r) => r.query.get('symbols') !== null && r.query.get('symbol') === null));
   });
 
+  test("/api/v2/currency: PTAX's closing bid/ask for official pairs (inverted for BRL-X), the layer's rate for crosses, change against the previous fixing", async () => {
+    const res = await get('/api/v2/currency?currency=USD-BRL,BRL-EUR,EUR-USD');
+    assert.equal(res.statusCode, 200, res.body);
+    const [usdBrl, brlEur, eurUsd] = res.json<{ currency: Array<Record<string, string>> }>().currency;
+    // The fake bulletins: closing ask 5.5, bid 0.0006 below; the day's extremes over three bulletins.
+    assert.deepEqual([usdBrl!.bidPrice, usdBrl!.askPrice, usdBrl!.source], ['5.49940', '5.50000', 'ptax']);
+    assert.equal(usdBrl!.updatedAtDate, '2026-03-13 13:05:31', "the closing bulletin's Brasília time");
+    assert.equal(usdBrl!.percentageChange, ((5.5 / 5.25 - 1) * 100).toFixed(4), "against Thursday's fixing");
+    assert.deepEqual([brlEur!.bidPrice, brlEur!.askPrice, brlEur!.source], [(1 / 6.0).toFixed(6), (1 / (6.0 - 0.0006)).toFixed(6), 'ptax']);
+    assert.equal(eurUsd!.bidPrice, eurUsd!.askPrice, 'a cross pair: the FX layer rate on both sides');
+    assert.equal(Number(eurUsd!.bidPrice), Number((6.0 / 5.5).toFixed(5)));
+    assert.equal(eurUsd!.source, 'ptax', 'the source that gave the rates');
+  });
+
   test('/available: coins traded against a USD-stable or fiat quote (not BTC-quoted, not halted)', async () => {
     const res = await get('/api/v2/crypto/available');
     assert.deepEqual(res.json(), { coins: ['BTC', 'DOGE', 'ETH', 'USDT'] });
