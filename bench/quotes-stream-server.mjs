@@ -32,7 +32,8 @@ deps.market = {
   candles: (r) => m.candles(r),
   tickers: async (symbols) => {
     const by = 1 + ++step * 1e-6;
-    return (await m.tickers(symbols)).map((x) => ({ ...x, lastPrice: x.lastPrice * by }));
+    const t = await m.tickers(symbols);
+    return { ...t, coins: t.coins.map((x) => ({ ...x, lastPrice: x.lastPrice * by })) };
   },
 };
 await deps.store.migrate();

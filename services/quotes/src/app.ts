@@ -15,13 +15,22 @@ import compress from '@fastify/compress';
 import { compressionOptions } from './api/compression.js';
 import { parseQueryString } from './api/query-string.js';
 import { registerCryptoRoutes } from './api/crypto-routes.js';
+import { registerCurrencyRoutes } from './api/currency-routes.js';
 import { registerCoinGeckoRoutes, requestCoingeckoToken } from './coingecko/cg-routes.js';
+import { CgBodyCache, registerCoinGeckoRoot } from './coingecko/cg-route.js';
+import { registerCoinGeckoHistoryRoutes } from './coingecko/cg-history-routes.js';
+import { registerCoinGeckoExchangeRoutes } from './coingecko/cg-exchange-routes.js';
+import { registerKeyRoute } from './coingecko/cg-key-route.js';
+import { planMinuteLimits } from './ratelimit/plan-minute-limits.js';
+import { shippedRulesDir } from './ratelimit/create-gate.js';
 import { MarketData } from './coingecko/market-data.js';
 import { QuoteStreamHub } from './stream/quote-stream-hub.js';
 import { registerStreamRoutes } from './stream/stream-routes.js';
 import { DashboardAssets } from './api/dashboard-assets.js';
 import { registerDashboardRoutes } from './api/dashboard-routes.js';
 import { registerDashboardMarketRoutes } from './api/dashboard-market-routes.js';
+import { registerPublicMarketRoutes } from './api/public-market-routes.js';
+import { PublicThrottle } from './ratelimit/public-throttle.js';
 import { DailyUsage } from './accounts/daily-usage.js';
 import { UserService } from './accounts/user-service.js';
 import { BurstLimiter } from './ratelimit/burst-limiter.js';
@@ -142,7 +151,7 @@ export async function buildApp(settings: Readonly<Settings>, deps: AppDeps): Pro
   const live = market.kind !== 'simulated';
   const counters = deps.counters ?? new UpstreamCounters();
   // A live source refreshes on a timer, so no request ever waits on an exchange's retries.
-  const snapshots = new MarketSnapshots({ market, fx: deps.fx, clock, symbols, refreshMs, log: log.child({ component: 'market' }), mode: live || replication !== undefined ? 'background' : 'on-demand', ...(replication === undefined ? {} : { mayIngest: replication.mayIngest, publish: replication.publish }) });
+  const snapshots = new MarketSnapshots({ market, fx: deps.fx, clock, symbols, refreshMs, maxVenues: settings.exchangeTickersMax, log: log.child({ component: 'market' }), mode: live || replication !== undefined ? 'background' : 'on-demand', ...(replication === undefined ? {} : { mayIngest: replication.mayIngest, publish: replication.publish }) });
   // Several replicas: requests fill history from the sources only on the ingesting replica, and
   // every replica serves the in-progress candles published with the market state (cluster/replication.ts).
   const sharedHistory = replication === undefined ? {} : { mayFetch: replication.mayIngest, sharedLive: replication.liveCandle };
@@ -258,6 +267,16 @@ export async function buildApp(settings: Readonly<Settings>, deps: AppDeps): Pro
   if (settings.compression) await app.register(compress, compressionOptions(settings.compressionMinBytes));
   registerCryptoRoutes(app, { quotes, catalog, clock, auth: authenticator(accounts, limiters), publicBaseUrl: settings.publicBaseUrl });
   registerCoinGeckoRoutes(app, { data: marketData, catalog, clock, auth: authenticator(accounts, limiters, requestCoingeckoToken), publicBaseUrl: settings.publicBaseUrl, refreshMs, cacheBytes: settings.coingeckoCacheBytes });
+  // brapi's fiat currency quotes, on the same tokens, plans and limits as /api/v2/crypto.
+  registerCurrencyRoutes(app, { snapshots, fxHistory, fxKind: deps.fx.kind, clock, auth: authenticator(accounts, limiters), staleMs, refreshMs });
+  // The /api/v3 endpoints added beside cg-routes.ts (history, OHLC range, exchange rates, movers, tickers, exchanges, /key).
+  const cgDeps = { data: marketData, catalog, clock, auth: authenticator(accounts, limiters, requestCoingeckoToken), publicBaseUrl: settings.publicBaseUrl, refreshMs };
+  const cgBodies = new CgBodyCache(settings.coingeckoCacheBytes);
+  registerCoinGeckoRoot(app);
+  registerCoinGeckoHistoryRoutes(app, cgDeps, cgBodies);
+  registerCoinGeckoExchangeRoutes(app, cgDeps, cgBodies);
+  const minuteLimits = deps.rateLimit === undefined ? undefined : planMinuteLimits(settings.rateLimitRulesDir ?? shippedRulesDir(), settings.rateLimitDomain);
+  registerKeyRoute(app, { accounts, burst, usage: buffered ?? store.usage, minuteLimits, clock });
   registerStreamRoutes(app, { hub: streams, accounts, limiters, catalog, publicBaseUrl: settings.publicBaseUrl });
   // Open streams would keep the server from closing: they end first (clients reconnect elsewhere).
   app.addHook('preClose', (done) => {
@@ -300,10 +319,18 @@ export async function buildApp(settings: Readonly<Settings>, deps: AppDeps): Pro
     assets: new DashboardAssets(settings.dashboardAssetsDir ?? join(packageRoot(), 'dist', 'web')),
     random: deps.random,
     sessionTtlSeconds: settings.dashboardSessionSeconds,
+    publicMarket: settings.publicMarket,
   });
   // The dashboard's market data on the session (counted against the user's token; see the file).
   registerDashboardMarketRoutes(app, { users, accounts, plans: deps.plans, limiters, marketData, quotes, catalog, hub: streams, publicBaseUrl: settings.publicBaseUrl });
+  // The market and coin pages for visitors without an account, when the operator opens them.
+  const visitorPlan = deps.plans.get(settings.dashboardSignupPlan);
+  if (settings.publicMarket && visitorPlan !== undefined) {
+    registerPublicMarketRoutes(app, { marketData, quotes, catalog, plan: visitorPlan, throttle: new PublicThrottle(deps.rateLimit), publicBaseUrl: settings.publicBaseUrl });
+  }
   registerMetaRoutes(app, {
+    // `GET /` leads a newcomer to the market page when it is public, else to the API docs.
+    home: settings.publicMarket ? '/dashboard/#/market' : '/docs',
     openapi: buildOpenApi(deps.plans),
     icons: new IconStore(iconsDirectory()),
     snapshots,

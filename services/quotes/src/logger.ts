@@ -1,4 +1,5 @@
 import pino, { type DestinationStream, type Logger } from 'pino';
+import { PinoPretty } from 'pino-pretty';
 import { CG_KEY_HEADERS, maskCredentials } from './api/credentials.js';
 
 interface LoggedRequest {
@@ -20,6 +21,17 @@ export function defaultLogDestination(dest: number | string = 1): DestinationStr
   const out = process.stdout as { write: unknown; constructor: { prototype: { write: unknown } } };
   if (dest === 1 && out.write !== out.constructor.prototype.write) return undefined;
   return pino.destination({ dest, sync: true });
+}
+
+/**
+ * Where the service's logs go for QUOTES_LOG_FORMAT: `pretty` (and `auto` on a terminal) renders
+ * each line for a person reading the quick start (pino-pretty, in-process and synchronous, so
+ * lines keep their order and none is lost on exit); `json` (and `auto` when stdout is a pipe or
+ * a file) keeps the default destination, one JSON object a line, unchanged for log collectors.
+ */
+export function logDestination(format: 'auto' | 'json' | 'pretty', isTty: boolean = process.stdout.isTTY === true, out?: NodeJS.WritableStream): DestinationStream | undefined {
+  if (format === 'json' || (format === 'auto' && !isTty)) return undefined;
+  return PinoPretty({ colorize: isTty, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', singleLine: true, ...(out === undefined ? {} : { destination: out }) });
 }
 
 /**

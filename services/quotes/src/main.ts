@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { buildApp } from './app.js';
 import { replicaConfigProblems } from './cluster/replica-config.js';
 import { createDeps } from './compose.js';
-import { createLogger } from './logger.js';
+import { createLogger, logDestination } from './logger.js';
 import { SettingsError, type Settings } from './settings.js';
 
 /** Exit status of a replica that lost the ingest lease (EX_TEMPFAIL): the orchestrator restarts it, as a follower. */
@@ -17,7 +17,7 @@ export interface RunningServer {
 }
 
 /** settings -> dependencies -> app -> listen. Migrations run first so a fresh database just works. */
-export async function startServer(settings: Readonly<Settings>, logger: Logger = createLogger(settings.logLevel)): Promise<RunningServer> {
+export async function startServer(settings: Readonly<Settings>, logger: Logger = createLogger(settings.logLevel, logDestination(settings.logFormat))): Promise<RunningServer> {
   const problems = replicaConfigProblems(settings);
   if (problems.length > 0) throw new SettingsError(problems);
   const deps = createDeps(settings, logger);

@@ -105,6 +105,14 @@ export const SETTING_DEFS = {
     meaning: 'With several exchanges, one whose price deviates more than this from the volume-weighted median is left out and logged (0.01–100).',
     parse: (raw) => parseFloatIn(raw, 0.01, 100),
   }),
+  exchangeTickersMax: def({
+    name: 'MARKET_EXCHANGE_TICKERS_MAX',
+    default: '5000',
+    unit: 'tickers',
+    meaning:
+      'Most per-exchange tickers (one per exchange and pair ingested) kept with each market snapshot, most traded first, for /api/v3/coins/{id}/tickers and /exchanges; also what the shared market state carries to other replicas (1–100000).',
+    parse: int(1, 100_000),
+  }),
   fiatPairs: def({
     name: 'MARKET_FIAT_PAIRS',
     default: '',
@@ -259,6 +267,12 @@ export const SETTING_DEFS = {
     parse: (raw) => Math.round(parseSecondsIn(raw, 0.1, 60) * 1000),
   }),
   logLevel: def({ name: 'QUOTES_LOG_LEVEL', default: 'info', meaning: `Log level (pino): ${LOG_LEVELS.join(', ')}.`, parse: (raw) => parseEnum(raw, LOG_LEVELS, false) }),
+  logFormat: def({
+    name: 'QUOTES_LOG_FORMAT',
+    default: 'auto',
+    meaning: '`json`: one JSON object a line (for log collectors); `pretty`: coloured, readable lines (pino-pretty); `auto`: pretty when standard output is a terminal, JSON otherwise.',
+    parse: (raw) => parseEnum(raw, ['auto', 'json', 'pretty'] as const, false),
+  }),
   trustProxy: def({ name: 'QUOTES_TRUST_PROXY', default: 'false', meaning: '`true` behind a reverse proxy: scheme and host come from X-Forwarded-* headers.', parse: parseTrueFalse }),
   fastPath: def({
     name: 'QUOTES_FAST_PATH',
@@ -327,6 +341,13 @@ export const SETTING_DEFS = {
   }),
   rateLimitDomain: def({ name: 'RATELIMIT_DOMAIN', default: 'quotes', meaning: 'Rate limit domain of the quotes rules.', parse: text }),
   rateLimitRulesDir: def({ name: 'RATELIMIT_RULES_DIR', default: undefined, unit: 'path', meaning: 'Rule directory of the embedded engine; unset: services/quotes/ratelimit (quotes.yaml) shipped with the service.', parse: optional(text) }),
+  publicMarket: def({
+    name: 'QUOTES_PUBLIC_MARKET',
+    default: 'false',
+    meaning:
+      "`true`: the dashboard's market and coin pages are open to visitors without an account (read-only, no token or quota; the `public_ip` rule of the rate limit rules counts each address's requests), and `GET /` leads there. `false` (default): only signed-in users see them, every view counted against their plan, since a public page gives the market data away outside any plan; `quotes quickstart` turns it on.",
+    parse: parseTrueFalse,
+  }),
   dashboardSignupPlan: def({
     name: 'DASHBOARD_SIGNUP_PLAN',
     default: 'startup',

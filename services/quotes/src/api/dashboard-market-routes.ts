@@ -4,7 +4,6 @@ import type { PlanCatalog } from '../accounts/plans.js';
 import type { RequestLimiter } from '../accounts/request-limiter.js';
 import type { UserService } from '../accounts/user-service.js';
 import type { MarketData } from '../coingecko/market-data.js';
-import { marketsView } from '../coingecko/views.js';
 import { QuotesError } from '../errors.js';
 import type { CoinCatalog } from '../market/coin-catalog.js';
 import { CURRENCIES, isCurrency } from '../market/currencies.js';
@@ -16,6 +15,7 @@ import { readCookies } from './cookies.js';
 import { cryptoRequest, queryValue, type RawQuery } from './crypto-query.js';
 import { SESSION_COOKIE } from './dashboard-routes.js';
 import { requestOrigin, type Origin } from '../origin.js';
+import { marketBoardJson } from './market-board.js';
 
 export interface DashboardMarketDeps {
   users: UserService;
@@ -29,15 +29,16 @@ export interface DashboardMarketDeps {
   publicBaseUrl: Origin | undefined;
 }
 
-/** Most coins the market page receives in one call (the whole board of a typical deployment). */
-const BOARD_MAX = 250;
+/** Rows of a market page; its stream follows the rows on screen, so it may follow this many coins. */
+export const MARKET_PAGE_ROWS = 100;
 
 /**
  * The dashboard's market data, authenticated by the session cookie instead of the API token, so
  * a browser that never saw the token (a new sign-in) shows the market without rotating it. Each
  * call still counts against the signed-in user's plan as one API request of their token (burst
  * limits and monthly quota), so the dashboard is no way around the plan:
- *   GET /dashboard/api/market?currency=USD          the ranked board (sparklines, 1h/24h/7d): 1 request
+ *   GET /dashboard/api/market?currency=USD          the ranked board (sparklines, 1h/24h/7d) and the
+ *                                                   global header (/api/v3/global's figures): 1 request
  *   GET /dashboard/api/market/history?coin=&currency=&range=&interval=   one coin's candles: 1 request
  *   GET /dashboard/api/market/stream?coin=&currency=   live prices (SSE): 1 request at open + 1 per
  *                                                      QUOTES_STREAM_CHARGE_INTERVAL while open
@@ -88,17 +89,7 @@ export function registerDashboardMarketRoutes(app: FastifyInstance, deps: Dashbo
       const origin = baseUrl(request);
       await admitted(request, reply);
       const board = await deps.marketData.board();
-      const coins = await marketsView(deps.marketData, board, {
-        vs: currency.toLowerCase(),
-        order: 'market_cap_desc',
-        perPage: BOARD_MAX,
-        page: 1,
-        sparkline: true,
-        changes: ['1h', '24h', '7d'],
-        precision: undefined,
-        baseUrl: origin,
-      });
-      return { currency, asOf: new Date(board.asOf * 1000).toISOString(), coins };
+      return await marketBoardJson(deps.marketData, board, currency, origin);
     });
 
     scope.get('/dashboard/api/market/history', async (request, reply) => {
@@ -115,7 +106,10 @@ export function registerDashboardMarketRoutes(app: FastifyInstance, deps: Dashbo
     scope.get('/dashboard/api/market/stream', async (request, reply) => {
       const origin = baseUrl(request);
       const account = await sessionAccount(request);
-      await openStream(request, reply, account, { hub: deps.hub, limiters: deps.limiters, catalog: deps.catalog, publicBaseUrl: deps.publicBaseUrl }, origin);
+      // The market page's stream follows the page's rows (up to MARKET_PAGE_ROWS), as the board it
+      // came with is one request for every coin; it is still one stream, charged as any.
+      const page = { ...account, plan: { ...account.plan, maxCoinsPerRequest: Math.max(account.plan.maxCoinsPerRequest, MARKET_PAGE_ROWS) } };
+      await openStream(request, reply, page, { hub: deps.hub, limiters: deps.limiters, catalog: deps.catalog, publicBaseUrl: deps.publicBaseUrl }, origin);
     });
     done();
   });

@@ -14,6 +14,8 @@ export interface DashboardRoutesDeps {
   assets: DashboardAssets;
   random: RandomBytes;
   sessionTtlSeconds: number;
+  /** QUOTES_PUBLIC_MARKET: signed-out visitors may see the market and coin pages. */
+  publicMarket: boolean;
 }
 
 export const SESSION_COOKIE = 'qd_session';
@@ -150,13 +152,13 @@ export function registerDashboardRoutes(app: FastifyInstance, deps: DashboardRou
       scope.get('/dashboard/api/session', async (request, reply) => {
         const sid = cookie(request, SESSION_COOKIE);
         const user = await users.resolveSession(sid);
-        if (user !== undefined && sid !== undefined) return { signedIn: true, email: user.email, csrfToken: derive('csrf', sid) };
+        if (user !== undefined && sid !== undefined) return { signedIn: true, email: user.email, csrfToken: derive('csrf', sid), publicMarket: deps.publicMarket };
         let pre = cookie(request, PRE_SESSION_COOKIE);
         if (pre === undefined || pre.length < 32) {
           pre = deps.random(32).toString('base64url');
           setCookie(request, reply, PRE_SESSION_COOKIE, pre);
         }
-        return { signedIn: false, csrfToken: derive('pre', pre) };
+        return { signedIn: false, csrfToken: derive('pre', pre), publicMarket: deps.publicMarket };
       });
 
       // The same answer whether or not the email already has an account (no enumeration):

@@ -32,6 +32,12 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   HISTORY_TOO_LARGE: 400,
   HISTORY_BUSY: 503,
   SEARCH_NO_MATCH: 404,
+  CURRENCY_MISSING: 417,
+  CURRENCY_PAIR_UNKNOWN: 400,
+  CURRENCY_PAIRS_TOO_MANY: 400,
+  CURRENCY_NO_MATCH: 404,
+  EXCHANGE_UNKNOWN: 404,
+  HISTORY_BEYOND_PLAN: 400,
   QUOTE_UNAVAILABLE: 503,
   METHOD_NOT_ALLOWED: 405,
   ROUTE_NOT_FOUND: 404,
@@ -143,6 +149,30 @@ const TEXT: Readonly<Record<ErrorCode, Record<Language, (d: ErrorDetails) => str
     en: () => 'Coin not found',
     'pt-BR': () => 'Coin not found',
   },
+  CURRENCY_MISSING: {
+    en: () => "Missing required parameter: 'currency', e.g. /api/v2/currency?currency=USD-BRL",
+    'pt-BR': () => "Não foi possível encontrar o parâmetro obrigatório: 'currency', exemplo: /api/v2/currency?currency=USD-BRL",
+  },
+  CURRENCY_PAIR_UNKNOWN: {
+    en: (d) => `Currency pair not available: ${list(d.coins)} (pairs are FROM-TO of two currencies listed by /api/v2/currency/available)`,
+    'pt-BR': (d) => `Algo deu errado ao buscar essa moeda: ${list(d.coins)} (pares são ORIGEM-DESTINO de duas moedas listadas em /api/v2/currency/available)`,
+  },
+  CURRENCY_PAIRS_TOO_MANY: {
+    en: (d) => `Your plan allows up to ${d.limit ?? 0} currency pairs per request`,
+    'pt-BR': (d) => `O seu plano permite até ${d.limit ?? 0} pares de moedas por requisição`,
+  },
+  CURRENCY_NO_MATCH: {
+    en: () => 'Currency not found',
+    'pt-BR': () => 'Currency not found',
+  },
+  EXCHANGE_UNKNOWN: {
+    en: () => 'exchange not found',
+    'pt-BR': () => 'exchange not found',
+  },
+  HISTORY_BEYOND_PLAN: {
+    en: (d) => `The date is outside your plan's history (${d.limit ?? 0} days)`,
+    'pt-BR': (d) => `A data está fora do histórico do seu plano (${d.limit ?? 0} dias)`,
+  },
   QUOTE_UNAVAILABLE: {
     en: (d) => `Quote temporarily unavailable: ${list(d.coins)}${d.ageSeconds === undefined ? '' : ` (data is ${d.ageSeconds} s old; limit ${d.limitSeconds ?? '?'} s)`}`,
     'pt-BR': (d) => `Cotação temporariamente indisponível: ${list(d.coins)}${d.ageSeconds === undefined ? '' : ` (dados de ${d.ageSeconds} s atrás; limite ${d.limitSeconds ?? '?'} s)`}`,
@@ -197,8 +227,8 @@ export function errorResponse(code: ErrorCode, details: ErrorDetails, lang: Lang
   if (details.retryAfterSeconds !== undefined) headers['retry-after'] = String(details.retryAfterSeconds);
   if (details.allow !== undefined) headers.allow = details.allow;
   if (details.headers !== undefined) Object.assign(headers, details.headers);
-  // brapi answers an empty /available search with a bare message (no `error` key).
-  const body = code === 'SEARCH_NO_MATCH' ? { message } : { error: true, message };
+  // brapi answers an empty /available search (crypto or currency) with a bare message (no `error` key).
+  const body = code === 'SEARCH_NO_MATCH' || code === 'CURRENCY_NO_MATCH' ? { message } : { error: true, message };
   return { status, body, headers };
 }
 

@@ -2,6 +2,8 @@ import type { PlanCatalog } from '../accounts/plans.js';
 import { INTERVALS, RANGES } from '../history/intervals.js';
 import { QUOTE_CURRENCIES } from '../market/currencies.js';
 import { COINGECKO_SECURITY_SCHEMES, coingeckoPaths } from '../coingecko/cg-openapi.js';
+import { coingeckoMorePaths } from '../coingecko/cg-openapi-more.js';
+import { currencyPaths } from './currency-openapi.js';
 
 const num = { type: 'number' };
 const nullableNum = { type: ['number', 'null'] };
@@ -117,6 +119,8 @@ export function buildOpenApi(plans: PlanCatalog): Record<string, unknown> {
         },
       },
       ...coingeckoPaths(),
+      ...coingeckoMorePaths(),
+      ...currencyPaths(),
       '/health': { get: { summary: 'Liveness and data freshness', security: [], responses: { '200': { description: 'Status' } } } },
       '/icons/{file}': {
         get: {

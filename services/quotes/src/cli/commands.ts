@@ -4,7 +4,7 @@ import { DailyUsage } from '../accounts/daily-usage.js';
 import { UserService } from '../accounts/user-service.js';
 import { defaultPlansFile, loadPlans } from '../accounts/plans.js';
 import { systemClock, type Clock } from '../clock.js';
-import { createLogger } from '../logger.js';
+import { createLogger, logDestination } from '../logger.js';
 import { startServer, stopOnSignals } from '../main.js';
 import { packageRoot } from '../package-root.js';
 import { loadSettings, SETTING_DEFS, SettingsError, type Settings } from '../settings.js';
@@ -33,6 +33,37 @@ const USAGE = `usage: quotes [command]
                                           import Binance spot kline dumps (CSV or zip; .CHECKSUM verified)
   backfill                                one history backfill/sync pass from the exchanges, then exit
   settings                                list environment variables and defaults`;
+
+/** What `quotes quickstart` changes in the defaults (each still overridable by its variable). */
+export const QUICKSTART_DEFAULTS: Readonly<Record<string, string>> = Object.freeze({ MARKET_SOURCE: 'simulated', QUOTES_HOST: '127.0.0.1', QUOTES_PUBLIC_MARKET: 'true', QUOTES_REFRESH_SECONDS: '5' });
+
+/** Names of the tokens the quick start creates (one per start; the previous ones are revoked). */
+const QUICKSTART_TOKEN = /^quickstart-/;
+
+/** The quick start's banner: every place to look at, with the token where a URL needs one. */
+export function quickstartBanner(url: string, token: { id: string; token: string }, revoked: number, publicMarket: boolean, simulated: boolean): string[] {
+  const t = token.token;
+  return [
+    '',
+    `Quotes service listening on ${url}  (${simulated ? 'SIMULATED market data, not real prices' : 'live market data'}; SQLite unless DATABASE_URL is set)`,
+    '',
+    `  Market page       ${url}/dashboard/#/market${publicMarket ? '' : '   (sign in first: QUOTES_PUBLIC_MARKET=false)'}`,
+    `  Dashboard         ${url}/dashboard/   (sign up, then your token, usage and the coin pages)`,
+    `  API docs          ${url}/docs   (OpenAPI 3.1: ${url}/openapi.json)`,
+    `  brapi API         ${url}/api/v2/crypto?coin=BTC,ETH&currency=BRL&token=${t}`,
+    `  brapi currencies  ${url}/api/v2/currency?currency=USD-BRL,EUR-BRL&token=${t}`,
+    `  CoinGecko API     ${url}/api/v3   (e.g. ${url}/api/v3/coins/markets?vs_currency=usd&x_cg_demo_api_key=${t})`,
+    `  Live stream       ${url}/api/v2/crypto/stream?coin=BTC,ETH&currency=USD&token=${t}`,
+    `  Health            ${url}/health`,
+    '',
+    `Token ${token.id} (plan pro), shown once: ${t}${revoked > 0 ? `   (the previous quick-start token${revoked === 1 ? ' was' : 's were'} revoked)` : ''}`,
+    'Try:',
+    `  curl -H "Authorization: Bearer ${t}" "${url}/api/v2/crypto?coin=BTC,ETH&currency=BRL&range=5d&interval=1d"`,
+    `  curl -N "${url}/api/v2/crypto/stream?coin=BTC&currency=USD&token=${t}"`,
+    'Stop: Ctrl+C',
+    '',
+  ];
+}
 
 function option(args: readonly string[], name: string): string | undefined {
   const i = args.indexOf(name);
@@ -92,8 +123,9 @@ export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io
   }
   let settings: Readonly<Settings>;
   try {
-    // The quick start is the offline demo: simulated unless the caller chose a source.
-    settings = loadSettings(env, {}, cmd === 'quickstart' ? { MARKET_SOURCE: 'simulated' } : {});
+    // The quick start is the offline demo: simulated unless the caller chose a source, on loopback
+    // only (it prints a pro token), the market page public, prices moving every 5 seconds.
+    settings = loadSettings(env, {}, cmd === 'quickstart' ? QUICKSTART_DEFAULTS : {});
   } catch (err) {
     if (err instanceof SettingsError) {
       io.err(err.message);
@@ -104,23 +136,26 @@ export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io
   try {
     switch (cmd) {
       case 'serve': {
-        const logger = createLogger(settings.logLevel);
+        const logger = createLogger(settings.logLevel, logDestination(settings.logFormat));
         const server = await startServer(settings, logger);
         stopOnSignals(server, logger);
         return 0;
       }
       case 'quickstart': {
-        const created = await withAccounts(settings, clock, (a) => a.createToken(`quickstart-${new Date(clock.now()).toISOString().slice(0, 10)}`, 'pro'));
-        const logger = createLogger(settings.logLevel);
+        // One live quick-start token at a time: restarting revokes the previous ones (only their
+        // hashes are stored, so they could not be shown again anyway).
+        const { created, revoked } = await withAccounts(settings, clock, async (a) => {
+          let n = 0;
+          for (const t of await a.list()) if (t.revokedAt === null && QUICKSTART_TOKEN.test(t.name) && (await a.revoke(t.id))) n++;
+          return { created: await a.createToken(`quickstart-${new Date(clock.now()).toISOString().slice(0, 10)}`, 'pro'), revoked: n };
+        });
+        const logger = createLogger(settings.logLevel, logDestination(settings.logFormat));
         const server = await startServer(settings, logger);
         stopOnSignals(server, logger);
-        io.out('');
-        io.out(`Quotes service listening on ${server.url}  (SIMULATED market data, SQLite unless DATABASE_URL is set)`);
-        io.out(`Token ${created.record.id} (plan pro), shown once: ${created.token}`);
-        io.out('Try:');
-        io.out(`  curl -H "Authorization: Bearer ${created.token}" "${server.url}/api/v2/crypto?coin=BTC,ETH&currency=BRL&range=5d&interval=1d"`);
-        io.out(`Docs: ${server.url}/docs   OpenAPI: ${server.url}/openapi.json   Stop: Ctrl+C`);
-        io.out('');
+        // The market page's first board reads a week of hourly candles of every coin: built now, so
+        // the newcomer's first visit finds it ready.
+        if (settings.publicMarket) server.app.inject({ url: '/dashboard/api/public/market?currency=USD' }).catch((err: unknown) => logger.warn({ err }, 'warming the market page failed'));
+        for (const line of quickstartBanner(server.url, { id: created.record.id, token: created.token }, revoked, settings.publicMarket, settings.marketSource === 'simulated')) io.out(line);
         return 0;
       }
       case 'migrate': {
@@ -233,7 +268,7 @@ export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io
           io.err('backfill needs MARKET_SOURCE=exchange');
           return 2;
         }
-        const logger = createLogger(settings.logLevel);
+        const logger = createLogger(settings.logLevel, logDestination(settings.logFormat));
         const store = openStore(settings);
         const { market } = createSources(settings, { clock, log: logger, counters: new UpstreamCounters() });
         try {

@@ -29,7 +29,7 @@ function countingMarket(clock: FakeClock): MarketSource & { calls: number } {
     kind: 'exchange',
     calls: 0,
     listSymbols: () => Promise.resolve(['BTC']),
-    tickers: () => Promise.resolve([tick('BTC', 100 + ++m.calls + 0.1, clock.now())]),
+    tickers: () => Promise.resolve({ coins: [tick('BTC', 100 + ++m.calls + 0.1, clock.now())], venues: [] }),
     candles: () => Promise.resolve({ candles: [] }),
   };
   return m;
@@ -47,6 +47,17 @@ describe('market state codec', () => {
     assert.deepEqual(back.snapshot.tickers.get('BTC'), snap.tickers.get('BTC'));
     assert.deepEqual([...back.snapshot.fx.rates], [['BRL', 5.123456789012345]]);
     assert.equal(encodeMarketState(back.snapshot, back.symbols), body, 'encoding what was decoded gives the same text');
+    // Official bid/ask quotes and the source of each rate reach followers too (brapi's /api/v2/currency).
+    const withQuotes: MarketSnapshot = { ...snap, fx: { ...snap.fx, quotes: new Map([['USD', { bid: 5.4994, ask: 5.5, high: 5.511, low: 5.488, time: 99 }]]), sources: new Map([['BRL', 'ptax']]) } };
+    const q = decodeMarketState({ version: 4, fetchedAt: 1, body: encodeMarketState(withQuotes, ['BTC']) }).snapshot.fx;
+    assert.deepEqual(q.quotes, withQuotes.fx.quotes);
+    assert.deepEqual(q.sources, withQuotes.fx.sources);
+    assert.equal(back.snapshot.fx.quotes, undefined, 'absent where the source has none');
+    // Per-exchange tickers too (CoinGecko's tickers and exchanges on every replica).
+    const venue = { exchange: 'binance', pair: 'BTC/USDT', base: 'BTC', target: 'USDT', last: 100.5, baseVolume: 3.25, quoteVolume: 326.625, usdPerTarget: 1, bid: 100.4, ask: null, time: 5000, status: 'outlier' as const };
+    const v = decodeMarketState({ version: 5, fetchedAt: 1, body: encodeMarketState({ ...snap, venues: [venue] }, ['BTC']) }).snapshot;
+    assert.deepEqual(v.venues, [venue]);
+    assert.throws(() => decodeMarketState({ version: 6, fetchedAt: 0, body: JSON.stringify({ v: 1, symbols: [], tickers: [], fx: { time: 0, rates: [] }, venues: [['x']] }) }), /malformed exchange ticker/);
     assert.throws(() => decodeMarketState({ version: 1, fetchedAt: 0, body: '{"v":2}' }), /market state version 1: not a version-1 market state/);
     assert.throws(() => decodeMarketState({ version: 2, fetchedAt: 0, body: JSON.stringify({ v: 1, symbols: [], tickers: [{ symbol: 'X' }], fx: { time: 0, rates: [] } }) }), /malformed ticker/);
   });

@@ -43,6 +43,11 @@ function cgBody(err: QuotesError, englishText: string): CgBody {
       return errorBody(400, 'invalid vs_currency');
     case 'QUOTE_UNAVAILABLE':
       return statusBody(503, 503, englishText);
+    case 'EXCHANGE_UNKNOWN':
+      return errorBody(404, 'exchange not found');
+    case 'HISTORY_BEYOND_PLAN':
+      // CoinGecko's answer to a date beyond the key's history access (401, error code 10012).
+      return { status: 401, body: { error: { status: { error_code: 10012, error_message: `Your request exceeds the allowed time range. Your plan reaches ${d.limit ?? 0} days of history.` } } } };
     case 'ROUTE_NOT_FOUND':
       return errorBody(404, 'Incorrect path. See /docs for the CoinGecko-compatible endpoints.');
     case 'METHOD_NOT_ALLOWED':

@@ -4,11 +4,11 @@
  * SDK describe the fields; docs/quotes.md lists the subset and the differences.
  */
 
-const str = { type: 'string' };
-const bool = { type: 'boolean' };
+export const str = { type: 'string' };
+export const bool = { type: 'boolean' };
 const security = [{ cgDemoKey: [] }, { cgProKey: [] }, { cgDemoKeyQuery: [] }, { cgProKeyQuery: [] }, { bearer: [] }, { token: [] }];
 
-const cgError = (description: string, example: unknown): Record<string, unknown> => ({ description, content: { 'application/json': { example } } });
+export const cgError = (description: string, example: unknown): Record<string, unknown> => ({ description, content: { 'application/json': { example } } });
 
 const ERRORS: Record<string, unknown> = {
   '400': cgError('Invalid parameter', { error: 'invalid vs_currency' }),
@@ -19,12 +19,12 @@ const ERRORS: Record<string, unknown> = {
 };
 const NOT_FOUND = { '404': cgError('Unknown coin id', { error: 'coin not found' }) };
 
-const q = (name: string, schema: Record<string, unknown>, description: string, required = false): Record<string, unknown> => ({ name, in: 'query', required, schema, description });
-const idParam = { name: 'id', in: 'path', required: true, schema: str, description: 'CoinGecko coin id (see /api/v3/coins/list)', example: 'bitcoin' };
-const vs = q('vs_currency', str, 'Target currency, see /api/v3/simple/supported_vs_currencies', true);
-const precision = q('precision', str, 'Decimal places of prices: full or 0-18 (default: 10 significant digits)');
+export const q = (name: string, schema: Record<string, unknown>, description: string, required = false): Record<string, unknown> => ({ name, in: 'query', required, schema, description });
+export const idParam = { name: 'id', in: 'path', required: true, schema: str, description: 'CoinGecko coin id (see /api/v3/coins/list)', example: 'bitcoin' };
+export const vs = q('vs_currency', str, 'Target currency, see /api/v3/simple/supported_vs_currencies', true);
+export const precision = q('precision', str, 'Decimal places of prices: full or 0-18 (default: 10 significant digits)');
 
-function op(operationId: string, summary: string, parameters: unknown[], extra: Record<string, unknown> = {}, auth = true): Record<string, unknown> {
+export function op(operationId: string, summary: string, parameters: unknown[], extra: Record<string, unknown> = {}, auth = true): Record<string, unknown> {
   return {
     get: {
       operationId,

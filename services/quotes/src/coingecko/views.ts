@@ -6,6 +6,7 @@ import { MAX_DIGITS, roundValue, valueFormat } from '../service/value-precision.
 import { badParam } from './cg-errors.js';
 import type { Precision } from './cg-params.js';
 import { referenceDay, type Board, type BoardCoin, type ChangeWindow, type MarketData, type PriceRefs } from './market-data.js';
+import { coinTickersView } from './ticker-views.js';
 
 /**
  * The view models of the CoinGecko-compatible API: plain objects in CoinGecko's field names and
@@ -41,20 +42,20 @@ export interface MarketsParams {
 }
 
 /** Number formats for a vs_currency and a `precision`. */
-interface Formats {
+export interface Formats {
   price(x: number): number;
   amount(x: number): number;
   pct(x: number): number;
 }
 
-function formats(vs: string, precision: Precision): Formats {
+export function formats(vs: string, precision: Precision): Formats {
   const f = valueFormat(vs.toUpperCase());
   const price = precision === undefined ? (x: number): number => f.price(x) : precision === 'full' ? (x: number): number => x : (x: number): number => roundValue(x, MAX_DIGITS, precision);
   // A change below 1e-9 % is float noise (BTC in BTC), shown as 0.
   return { price, amount: (x: number): number => f.amount(x), pct: (x: number): number => (Math.abs(x) < 1e-9 ? 0 : f.percent(x)) };
 }
 
-const iconUrl = (baseUrl: string, symbol: string): string => `${baseUrl}/icons/${symbol.toLowerCase()}.svg`;
+export const iconUrl = (baseUrl: string, symbol: string): string => `${baseUrl}/icons/${symbol.toLowerCase()}.svg`;
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 /**
@@ -63,14 +64,14 @@ const iso = (ms: number): string => new Date(ms).toISOString();
  * longer windows (as the charts convert that close), a crypto vs_currency by that coin's own price
  * at each reference instant.
  */
-interface Conversion {
+export interface Conversion {
   now: number;
   /** True for fiat and USD-pegged: the 24 h change is the exchange's own, as on /api/v2. */
   constant: boolean;
   at(k: ChangeWindow): number | undefined;
 }
 
-async function conversion(data: MarketData, board: Board, vs: string, want: ReadonlySet<ChangeWindow>, fxHistory = true): Promise<Conversion> {
+export async function conversion(data: MarketData, board: Board, vs: string, want: ReadonlySet<ChangeWindow>, fxHistory = true): Promise<Conversion> {
   const now = data.rate(board, vs);
   const upper = vs.toUpperCase();
   const quote = board.bySymbol.get(upper);
@@ -92,7 +93,7 @@ async function conversion(data: MarketData, board: Board, vs: string, want: Read
 }
 
 /** Percent change of a coin's price in the vs_currency between a reference and now; null when unknown. */
-function changePct(c: BoardCoin, refs: PriceRefs, conv: Conversion, k: ChangeWindow): number | null {
+export function changePct(c: BoardCoin, refs: PriceRefs, conv: Conversion, k: ChangeWindow): number | null {
   // The exchange's own 24 h change, as /api/v2/crypto's regularMarketChangePercent.
   if (k === '24h' && conv.constant) return c.ticker.priceChangePercent;
   const then = refs[k];
@@ -352,7 +353,8 @@ export async function coinView(data: MarketData, board: Board, c: BoardCoin, p: 
     }
     out.market_data = md;
   }
-  if (p.tickers) out.tickers = [];
+  // The coin's per-exchange tickers, as the first page of /coins/{id}/tickers.
+  if (p.tickers) out.tickers = coinTickersView(board, data.deps.catalog, c.symbol, c.name, { exchanges: undefined, page: 1, order: 'trust_score_desc', logo: false, depth: false, baseUrl: p.baseUrl }).tickers;
   out.last_updated = iso(t.closeTime);
   return out;
 }

@@ -26,8 +26,8 @@ class CountingSource implements MarketSource {
   listSymbols(): Promise<readonly string[]> {
     return Promise.resolve(['BTC']);
   }
-  tickers(): Promise<never[]> {
-    return Promise.resolve([]);
+  tickers(): Promise<{ coins: never[]; venues: never[] }> {
+    return Promise.resolve({ coins: [], venues: [] });
   }
   candles(req: CandlePageRequest): Promise<CandlePage> {
     this.candleCalls++;
@@ -155,7 +155,7 @@ describe('LiveCandleKeeper (the ingesting replica)', () => {
     const source: MarketSource = {
       kind: 'x',
       listSymbols: () => Promise.resolve(['BTC']),
-      tickers: () => Promise.resolve([]),
+      tickers: () => Promise.resolve({ coins: [], venues: [] }),
       candles: () => Promise.resolve({ candles: [] }),
       liveCandle: (_s, base) => {
         asked.push(base);

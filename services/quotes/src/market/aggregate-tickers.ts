@@ -3,6 +3,8 @@ import type { Ticker } from './types.js';
 /** One exchange's view of a coin, already in USD. */
 export interface ExchangeQuote {
   exchange: string;
+  /** The pair it was read from (ccxt symbol); absent when not tracked. */
+  pair?: string;
   last: number;
   open: number;
   high: number;

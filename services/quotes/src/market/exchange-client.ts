@@ -22,6 +22,11 @@ export interface PairTicker {
   quoteVolume: number;
   /** Source time (ms): the end of the exchange's 24 h window or the stream event. */
   time: number;
+  /** 24 h volume in base units (quote volume / last when the exchange gives only that). */
+  baseVolume?: number;
+  /** Best bid and ask, where the ticker carries them. */
+  bid?: number;
+  ask?: number;
 }
 
 /** One kline as the exchange reports it; prices in the pair's quote currency. */
@@ -295,12 +300,15 @@ export class CcxtExchangeClient implements ExchangeClient {
   }
 }
 
-function toPairTicker(t: { symbol?: unknown; last?: unknown; close?: unknown; open?: unknown; high?: unknown; low?: unknown; quoteVolume?: unknown; baseVolume?: unknown; timestamp?: unknown }): PairTicker | undefined {
+function toPairTicker(t: { symbol?: unknown; last?: unknown; close?: unknown; open?: unknown; high?: unknown; low?: unknown; quoteVolume?: unknown; baseVolume?: unknown; timestamp?: unknown; bid?: unknown; ask?: unknown }): PairTicker | undefined {
   const last = finite(t.last) ? t.last : finite(t.close) ? t.close : undefined;
   if (typeof t.symbol !== 'string' || last === undefined || !(last > 0) || !finite(t.timestamp)) return undefined;
   const open = finite(t.open) && t.open > 0 ? t.open : last;
   const high = finite(t.high) ? Math.max(t.high, last) : last;
   const low = finite(t.low) && t.low > 0 ? Math.min(t.low, last) : last;
   const quoteVolume = finite(t.quoteVolume) ? t.quoteVolume : finite(t.baseVolume) ? t.baseVolume * last : 0;
-  return { symbol: t.symbol, last, open, high, low, quoteVolume, time: t.timestamp };
+  const out: PairTicker = { symbol: t.symbol, last, open, high, low, quoteVolume, time: t.timestamp, baseVolume: finite(t.baseVolume) ? t.baseVolume : quoteVolume / last };
+  // A crossed or empty book side is not a quote.
+  if (finite(t.bid) && finite(t.ask) && t.bid > 0 && t.ask >= t.bid) [out.bid, out.ask] = [t.bid, t.ask];
+  return out;
 }

@@ -7,7 +7,7 @@ import type { ExchangeClient, PairTicker } from './exchange-client.js';
 import { PairCatalog, type Pair } from './pair-catalog.js';
 import type { UpstreamCounters } from './retry.js';
 import type { SupplySource } from './supply-source.js';
-import type { Candle, CandlePage, CandlePageRequest, FxSnapshot, MarketSource, Ticker } from './types.js';
+import type { Candle, CandlePage, CandlePageRequest, FxSnapshot, MarketSource, MarketTickers, Ticker, VenueTicker } from './types.js';
 
 export interface ExchangeMarketDeps {
   /** In order of preference: the first exchange with a USD-stable pair serves a coin's candles. */
@@ -103,7 +103,7 @@ export class ExchangeMarket implements MarketSource {
     return [...out];
   }
 
-  async tickers(symbols: readonly string[]): Promise<Ticker[]> {
+  async tickers(symbols: readonly string[]): Promise<MarketTickers> {
     const cat = await this.pairs();
     const results = await Promise.allSettled(
       this.deps.clients.map(async (c) => {
@@ -124,6 +124,7 @@ export class ExchangeMarket implements MarketSource {
     const fx = needsFx && this.deps.fxLatest !== undefined ? await this.deps.fxLatest().catch(() => undefined) : undefined;
     const now = this.deps.clock.now();
     const out: Ticker[] = [];
+    const venues: VenueTicker[] = [];
     for (const coin of symbols) {
       const collect = (allowStale: boolean): ExchangeQuote[] => {
         const qs: ExchangeQuote[] = [];
@@ -136,21 +137,58 @@ export class ExchangeMarket implements MarketSource {
       // Stale data is still passed on when nothing fresher exists, so the answer can say how old it is.
       let quotes = collect(false);
       if (quotes.length === 0) quotes = collect(true);
+      let used: ReadonlySet<string> = new Set(quotes.map((q) => `${q.exchange}|${q.pair}`));
+      let outliers: ReadonlySet<string> = new Set();
       if (USD_PEGGED.has(coin)) {
-        if (quotes.length === 0) continue;
-        const time = Math.min(...quotes.map((q) => q.time));
-        const quoteVolume = quotes.reduce((s, q) => s + q.quoteVolume, 0);
-        out.push({ symbol: coin, lastPrice: 1, openPrice: 1, priceChange: 0, priceChangePercent: 0, highPrice: 1, lowPrice: 1, quoteVolume, openTime: time - 86_400_000, closeTime: time });
-        continue;
+        if (quotes.length > 0) {
+          const time = Math.min(...quotes.map((q) => q.time));
+          const quoteVolume = quotes.reduce((s, q) => s + q.quoteVolume, 0);
+          out.push({ symbol: coin, lastPrice: 1, openPrice: 1, priceChange: 0, priceChangePercent: 0, highPrice: 1, lowPrice: 1, quoteVolume, openTime: time - 86_400_000, closeTime: time });
+        }
+      } else {
+        const agg = aggregateQuotes(coin, quotes, this.deps.outlierPercent);
+        if (agg !== undefined) {
+          for (const o of agg.outliers) {
+            this.deps.counters.add(`${o.exchange}.outliers`);
+            this.deps.log.warn({ coin, exchange: o.exchange, deviationPercent: Math.round(o.deviationPercent * 100) / 100, threshold: this.deps.outlierPercent }, 'exchange price left out as an outlier');
+          }
+          const supply = this.deps.supply?.supply(coin);
+          out.push(supply === undefined ? agg.ticker : { ...agg.ticker, circulatingSupply: supply });
+          const byExchange = new Map(quotes.map((q) => [q.exchange, `${q.exchange}|${q.pair}`]));
+          used = new Set(agg.used.map((e) => byExchange.get(e) ?? ''));
+          outliers = new Set(agg.outliers.map((o) => byExchange.get(o.exchange) ?? ''));
+        }
       }
-      const agg = aggregateQuotes(coin, quotes, this.deps.outlierPercent);
-      if (agg === undefined) continue;
-      for (const o of agg.outliers) {
-        this.deps.counters.add(`${o.exchange}.outliers`);
-        this.deps.log.warn({ coin, exchange: o.exchange, deviationPercent: Math.round(o.deviationPercent * 100) / 100, threshold: this.deps.outlierPercent }, 'exchange price left out as an outlier');
+      venues.push(...this.venueTickers(cat, coin, fx, now, used, outliers));
+    }
+    return { coins: out, venues };
+  }
+
+  /** Every ingested pair of `coin` on every exchange, with what the aggregation made of it. */
+  private venueTickers(cat: PairCatalog, coin: string, fx: FxSnapshot | undefined, now: number, used: ReadonlySet<string>, outliers: ReadonlySet<string>): VenueTicker[] {
+    const out: VenueTicker[] = [];
+    for (const [exchange, pairs] of cat.pairs(coin)) {
+      for (const p of pairs) {
+        const key = `${exchange}|${p.symbol}`;
+        const t = this.latest.get(key);
+        if (t === undefined) continue;
+        const rate = p.kind === 'usd' ? 1 : fx?.rates.get(p.quote);
+        const status: VenueTicker['status'] = outliers.has(key) ? 'outlier' : now - t.time > this.deps.staleMs ? 'stale' : used.has(key) ? 'used' : 'unused';
+        out.push({
+          exchange,
+          pair: p.symbol,
+          base: p.base,
+          target: p.quote,
+          last: t.last,
+          baseVolume: t.baseVolume ?? (t.last > 0 ? t.quoteVolume / t.last : 0),
+          quoteVolume: t.quoteVolume,
+          usdPerTarget: rate === undefined || !(rate > 0) ? null : p.kind === 'usd' ? 1 : 1 / rate,
+          bid: t.bid ?? null,
+          ask: t.ask ?? null,
+          time: t.time,
+          status,
+        });
       }
-      const supply = this.deps.supply?.supply(coin);
-      out.push(supply === undefined ? agg.ticker : { ...agg.ticker, circulatingSupply: supply });
     }
     return out;
   }
@@ -173,8 +211,8 @@ export class ExchangeMarket implements MarketSource {
     }
     if (best === undefined) return undefined;
     const { t, usdPerUnit: k } = best;
-    if (k === 1) return { exchange, last: t.last, open: t.open, high: t.high, low: t.low, quoteVolume: t.quoteVolume, time: t.time };
-    return { exchange, last: t.last * k, open: t.open * k, high: t.high * k, low: t.low * k, quoteVolume: t.quoteVolume * k, time: t.time };
+    if (k === 1) return { exchange, pair: t.symbol, last: t.last, open: t.open, high: t.high, low: t.low, quoteVolume: t.quoteVolume, time: t.time };
+    return { exchange, pair: t.symbol, last: t.last * k, open: t.open * k, high: t.high * k, low: t.low * k, quoteVolume: t.quoteVolume * k, time: t.time };
   }
 
   /** USD->fiat rates implied by stablecoin/fiat pairs (USDT/BRL, EUR/USDT), most liquid first; for exchange-derived FX. */

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { UpstreamCounters } from './retry.js';
-import type { DailyRate, FxSnapshot, FxSource } from './types.js';
+import type { DailyRate, FxQuote, FxSnapshot, FxSource } from './types.js';
 
 /**
  * Several FX sources in order of preference: per currency, the first source with a rate wins
@@ -24,6 +24,8 @@ export class LayeredFx implements FxSource {
     const got = await Promise.allSettled(this.sources.map((s) => s.latest()));
     const rates = new Map<string, number>([['USD', 1]]);
     const from = new Map<string, { kind: string; rate: number }>();
+    // Official bid/ask quotes: the first source that publishes one for a currency.
+    const quotes = new Map<string, FxQuote>();
     let time = Infinity;
     for (const [i, r] of got.entries()) {
       const src = this.sources[i]!;
@@ -32,6 +34,7 @@ export class LayeredFx implements FxSource {
         continue;
       }
       let used = false;
+      for (const [cur, q] of r.value.quotes ?? []) if (!quotes.has(cur)) quotes.set(cur, q);
       for (const [cur, rate] of r.value.rates) {
         if (cur === 'USD' || !(rate > 0)) continue;
         const prev = from.get(cur);
@@ -50,7 +53,8 @@ export class LayeredFx implements FxSource {
       if (used) time = Math.min(time, r.value.time);
     }
     if (from.size === 0) throw new Error('no FX source answered');
-    return { time, rates };
+    const sources = new Map([...from].map(([cur, f]) => [cur, f.kind]));
+    return quotes.size === 0 ? { time, rates, sources } : { time, rates, quotes, sources };
   }
 
   async daily(currency: string, fromDate: string, toDate: string): Promise<DailyRate[]> {

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import type { FxSnapshot, FxSource, MarketSource, Ticker } from './types.js';
+import type { FxSnapshot, FxSource, MarketSource, Ticker, VenueTicker } from './types.js';
 
 /** Everything a quote needs, fetched together and swapped as one immutable object. */
 export interface MarketSnapshot {
@@ -9,6 +9,14 @@ export interface MarketSnapshot {
   fetchedAt: number;
   tickers: ReadonlyMap<string, Ticker>;
   fx: FxSnapshot;
+  /** Per-exchange tickers of the same refresh, most traded (USD) first, at most MARKET_EXCHANGE_TICKERS_MAX. */
+  venues?: readonly VenueTicker[];
+}
+
+/** The `max` most traded per-exchange tickers (USD value; unknown conversions last), in that order. */
+export function boundVenues(venues: readonly VenueTicker[], max: number): VenueTicker[] {
+  const usd = (v: VenueTicker): number => (v.usdPerTarget === null ? -1 : v.quoteVolume * v.usdPerTarget);
+  return [...venues].sort((a, b) => usd(b) - usd(a) || (a.exchange < b.exchange ? -1 : a.exchange > b.exchange ? 1 : a.pair < b.pair ? -1 : 1)).slice(0, max);
 }
 
 export interface MarketSnapshotsDeps {
@@ -18,6 +26,8 @@ export interface MarketSnapshotsDeps {
   symbols: readonly string[];
   /** Milliseconds between refreshes. */
   refreshMs: number;
+  /** Most per-exchange tickers kept with a snapshot (MARKET_EXCHANGE_TICKERS_MAX); default 5000. */
+  maxVenues?: number;
   log: Logger;
   /**
    * on-demand (default): a request after `refreshMs` refreshes and waits for it (the simulated
@@ -147,9 +157,11 @@ export class MarketSnapshots {
     const next: MarketSnapshot = {
       version: this.snap.version + 1,
       fetchedAt: this.deps.clock.now(),
-      tickers: tickers.status === 'fulfilled' ? new Map(tickers.value.map((t) => [t.symbol, t])) : this.snap.tickers,
+      tickers: tickers.status === 'fulfilled' ? new Map(tickers.value.coins.map((t) => [t.symbol, t])) : this.snap.tickers,
       fx: fx.status === 'fulfilled' ? fx.value : this.snap.fx,
     };
+    const venues = tickers.status === 'fulfilled' ? boundVenues(tickers.value.venues, this.deps.maxVenues ?? 5000) : this.snap.venues;
+    if (venues !== undefined) next.venues = venues;
     if (this.deps.publish === undefined) {
       this.snap = next;
       this.notify();

@@ -7,7 +7,7 @@ import { EcbFx } from './ecb-fx.js';
 import { CcxtExchangeClient } from './exchange-client.js';
 import { ExchangeMarket } from './exchange-market.js';
 import { httpGetter, type HttpGetter } from './http-json.js';
-import { OfficialLatest } from './official-latest.js';
+import { OfficialLatest, type OfficialRates } from './official-latest.js';
 import { PtaxFx } from './ptax-fx.js';
 import type { RetryPolicy, UpstreamCounters } from './retry.js';
 import type { SupplySource } from './supply-source.js';
@@ -87,7 +87,7 @@ export function exchangeMarket(settings: Readonly<Settings>, o: SourceOptions, u
   });
 }
 
-function officialLatest(settings: Readonly<Settings>, o: SourceOptions, name: string, fetchRates: () => Promise<Map<string, number>>): OfficialLatest {
+function officialLatest(settings: Readonly<Settings>, o: SourceOptions, name: string, fetchRates: () => Promise<OfficialRates>): OfficialLatest {
   return new OfficialLatest({ clock: o.clock, log: o.log.child({ component: 'fx' }), refreshMs: settings.fxRefreshSeconds * 1000, staleMs: settings.fxStaleSeconds * 1000, name }, fetchRates);
 }
 
@@ -101,6 +101,6 @@ export function ptaxFx(settings: Readonly<Settings>, o: SourceOptions, up: Upstr
 /** The ECB reference rates, the latest day cached and refreshed. */
 export function ecbFx(settings: Readonly<Settings>, o: SourceOptions, up: Upstreams): EcbFx {
   const e = new EcbFx(settings.ecbUrl, up.http, () => o.clock.now());
-  e.useLatestCache(officialLatest(settings, o, 'ecb', () => e.fetchLatest()));
+  e.useLatestCache(officialLatest(settings, o, 'ecb', async () => ({ rates: await e.fetchLatest() })));
   return e;
 }

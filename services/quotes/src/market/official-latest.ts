@@ -1,6 +1,12 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import type { FxSnapshot } from './types.js';
+import type { FxQuote, FxSnapshot } from './types.js';
+
+/** What one fetch of an official source gives: USD->X rates and, where published, bid/ask quotes. */
+export interface OfficialRates {
+  rates: Map<string, number>;
+  quotes?: ReadonlyMap<string, FxQuote> | undefined;
+}
 
 export interface OfficialLatestOptions {
   clock: Clock;
@@ -18,12 +24,12 @@ export interface OfficialLatestOptions {
  * carries its fetch time and the quote service answers 503. Failed fetches keep the last rates.
  */
 export class OfficialLatest {
-  private last: { fetchedAt: number; rates: ReadonlyMap<string, number> } | undefined;
+  private last: { fetchedAt: number; rates: ReadonlyMap<string, number>; quotes: ReadonlyMap<string, FxQuote> | undefined } | undefined;
   private lastAttempt = -Infinity;
   private inflight: Promise<void> | undefined;
   constructor(
     private readonly opts: OfficialLatestOptions,
-    private readonly fetchRates: () => Promise<Map<string, number>>,
+    private readonly fetchRates: () => Promise<OfficialRates>,
   ) {}
 
   async get(): Promise<FxSnapshot> {
@@ -35,15 +41,16 @@ export class OfficialLatest {
     if (this.inflight !== undefined) await this.inflight;
     if (this.last === undefined) throw new Error(`${this.opts.name}: no rates yet`);
     const age = this.opts.clock.now() - this.last.fetchedAt;
-    return { time: age <= this.opts.staleMs ? this.opts.clock.now() : this.last.fetchedAt, rates: this.last.rates };
+    const time = age <= this.opts.staleMs ? this.opts.clock.now() : this.last.fetchedAt;
+    return this.last.quotes === undefined ? { time, rates: this.last.rates } : { time, rates: this.last.rates, quotes: this.last.quotes };
   }
 
   private async refresh(): Promise<void> {
     this.lastAttempt = this.opts.clock.now();
     try {
-      const rates = await this.fetchRates();
+      const { rates, quotes } = await this.fetchRates();
       rates.set('USD', 1);
-      this.last = { fetchedAt: this.opts.clock.now(), rates };
+      this.last = { fetchedAt: this.opts.clock.now(), rates, quotes };
     } catch (err) {
       this.opts.log.error({ source: this.opts.name, err: (err as Error).message }, 'fetching official FX rates failed; keeping the last ones');
     }

@@ -1,8 +1,8 @@
 import { DAY, utcDate } from '../history/intervals.js';
 import { CURRENCIES } from './currencies.js';
 import type { HttpGetter } from './http-json.js';
-import type { OfficialLatest } from './official-latest.js';
-import type { DailyRate, FxSnapshot, FxSource } from './types.js';
+import type { OfficialLatest, OfficialRates } from './official-latest.js';
+import type { DailyRate, FxQuote, FxSnapshot, FxSource } from './types.js';
 
 /** One bulletin of the PTAX OData service. */
 interface PtaxRow {
@@ -25,6 +25,32 @@ function parseRows(body: string): PtaxRow[] {
   const v = JSON.parse(body) as { value?: unknown };
   if (v === null || typeof v !== 'object' || !Array.isArray(v.value)) throw new TypeError('no "value" array');
   return v.value as PtaxRow[];
+}
+
+/** `2026-03-13 13:04:29.123` (Brasília local time, 3 to 6 decimals or none) -> milliseconds. */
+function bulletinTime(local: string): number | undefined {
+  const m = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})/.exec(local);
+  if (m === null) return undefined;
+  return Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6])) + BRASILIA_OFFSET * 1000;
+}
+
+/**
+ * The quote of `date` from one day's bulletins: bid and ask of its closing bulletin, the day's
+ * highest ask and lowest bid over all of its bulletins (opening, intermediate, closing).
+ */
+function dayQuote(rows: readonly PtaxRow[], date: string): FxQuote | undefined {
+  let closing: FxQuote | undefined;
+  let high = 0;
+  let low = Infinity;
+  for (const r of rows) {
+    if (typeof r.dataHoraCotacao !== 'string' || r.dataHoraCotacao.slice(0, 10) !== date) continue;
+    if (typeof r.cotacaoCompra !== 'number' || typeof r.cotacaoVenda !== 'number' || !(r.cotacaoCompra > 0) || !(r.cotacaoVenda > 0)) continue;
+    high = Math.max(high, r.cotacaoVenda);
+    low = Math.min(low, r.cotacaoCompra);
+    const time = bulletinTime(r.dataHoraCotacao);
+    if (typeof r.tipoBoletim === 'string' && r.tipoBoletim.startsWith('Fechamento') && time !== undefined) closing = { bid: r.cotacaoCompra, ask: r.cotacaoVenda, high: 0, low: 0, time };
+  }
+  return closing === undefined ? undefined : { ...closing, high: Math.max(high, closing.ask), low: Math.min(low, closing.bid) };
 }
 
 /** The closing bulletin (the official PTAX) of each day, keyed by date. */
@@ -68,32 +94,39 @@ export class PtaxFx implements FxSource {
   }
 
   /** The latest closing PTAX of a currency: today in Brasília, else the days before. */
-  async lastClosing(currency: string): Promise<{ date: string; rate: number } | undefined> {
+  async lastClosing(currency: string): Promise<{ date: string; rate: number; quote: FxQuote | undefined } | undefined> {
     const today = Math.floor((this.now() / 1000 - BRASILIA_OFFSET) / DAY) * DAY;
     for (let i = 0; i <= LOOKBACK_DAYS; i++) {
       const d = utcDate(today - i * DAY);
       const rows = await this.http.get('ptax', this.dayUrl(currency, d), parseRows);
       const c = closings(rows).get(d);
-      if (c !== undefined) return { date: d, rate: c };
+      if (c !== undefined) return { date: d, rate: c, quote: dayQuote(rows, d) };
     }
     return undefined;
   }
 
-  /** USD->X for every PTAX currency from the latest closing bulletins. */
-  async fetchLatest(): Promise<Map<string, number>> {
+  /**
+   * USD->X for every PTAX currency from the latest closing bulletins, and each currency's
+   * bid/ask against BRL (the same requests: a day's answer carries all of its bulletins).
+   */
+  async fetchLatest(): Promise<OfficialRates> {
     const usd = await this.lastClosing('USD');
     if (usd === undefined) throw new Error('PTAX has no USD closing bulletin in the last days');
     const rates = new Map<string, number>([['BRL', usd.rate]]);
+    const quotes = new Map<string, FxQuote>();
+    if (usd.quote !== undefined) quotes.set('USD', usd.quote);
     for (const c of this.currencies) {
       if (c === 'BRL') continue;
       const x = await this.lastClosing(c);
-      if (x !== undefined) rates.set(c, usd.rate / x.rate);
+      if (x === undefined) continue;
+      rates.set(c, usd.rate / x.rate);
+      if (x.quote !== undefined) quotes.set(c, x.quote);
     }
-    return rates;
+    return { rates, quotes };
   }
 
   latest(): Promise<FxSnapshot> {
-    if (this.latestCache === undefined) return this.fetchLatest().then((rates) => ({ time: this.now(), rates: rates.set('USD', 1) }));
+    if (this.latestCache === undefined) return this.fetchLatest().then(({ rates, quotes }) => (quotes === undefined ? { time: this.now(), rates: rates.set('USD', 1) } : { time: this.now(), rates: rates.set('USD', 1), quotes }));
     return this.latestCache.get();
   }
 

@@ -1,8 +1,8 @@
 import type { Clock } from '../clock.js';
 import { DAY, utcDate } from '../history/intervals.js';
-import { FIAT_CURRENCIES } from './currencies.js';
+import { CURRENCIES, FIAT_CURRENCIES } from './currencies.js';
 import { hashString, octaveNoise, walkOctaves, type Octave } from './price-noise.js';
-import type { DailyRate, FxSnapshot, FxSource } from './types.js';
+import type { DailyRate, FxQuote, FxSnapshot, FxSource } from './types.js';
 
 /** Roughly where USD traded against each currency around the start of 2026. */
 const REFERENCE_RATES: Readonly<Record<string, number>> = Object.freeze({
@@ -53,6 +53,9 @@ export interface SimulatedFxOptions {
   firstDate?: string;
 }
 
+/** Half the simulated dealer spread around the mid rate (PTAX's dollar spread is about this). */
+const HALF_SPREAD = 0.0001;
+
 function sig6(x: number): number {
   const d = Math.min(12, Math.max(0, 5 - Math.floor(Math.log10(x))));
   const f = 10 ** d;
@@ -91,7 +94,34 @@ export class SimulatedFx implements FxSource {
       const r = this.rate(cur, asOf);
       if (r !== undefined) rates.set(cur, r);
     }
-    return Promise.resolve({ time: asOf * 1000, rates });
+    return Promise.resolve({ time: asOf * 1000, rates, quotes: this.quotes(asOf) });
+  }
+
+  /**
+   * PTAX-like quotes against BRL for brapi's currencies: the mid rate with a small spread, the
+   * day's extremes from the path sampled hourly since 00:00 UTC.
+   */
+  private quotes(asOf: number): Map<string, FxQuote> {
+    const out = new Map<string, FxQuote>();
+    const mid = (cur: string, t: number): number | undefined => {
+      const brl = this.rate('BRL', t);
+      const x = cur === 'USD' ? 1 : this.rate(cur, t);
+      return brl === undefined || x === undefined ? undefined : brl / x;
+    };
+    const dayStart = Math.floor(asOf / DAY) * DAY;
+    for (const cur of CURRENCIES) {
+      if (cur === 'BRL') continue;
+      const now = mid(cur, asOf);
+      if (now === undefined) continue;
+      let high = now;
+      let low = now;
+      for (let t = dayStart; t < asOf; t += 3600) {
+        const m = mid(cur, t);
+        if (m !== undefined) [high, low] = [Math.max(high, m), Math.min(low, m)];
+      }
+      out.set(cur, { bid: sig6(now * (1 - HALF_SPREAD)), ask: sig6(now * (1 + HALF_SPREAD)), high: sig6(high * (1 + HALF_SPREAD)), low: sig6(low * (1 - HALF_SPREAD)), time: asOf * 1000 });
+    }
+    return out;
   }
 
   daily(currency: string, fromDate: string, toDate: string): Promise<DailyRate[]> {

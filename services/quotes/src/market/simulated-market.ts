@@ -3,7 +3,7 @@ import { bucketEnd, bucketStart, DAY, type BaseInterval } from '../history/inter
 import { USD_PEGGED } from './currencies.js';
 import { hash01, hashString, octaveNoise, walkOctaves, type Octave } from './price-noise.js';
 import { REFERENCE_COINS, type ReferenceCoin } from './reference-coins.js';
-import type { Candle, CandlePage, CandlePageRequest, MarketSource, Ticker } from './types.js';
+import type { Candle, CandlePage, CandlePageRequest, MarketSource, MarketTickers, Ticker, VenueTicker } from './types.js';
 
 export interface SimulatedMarketOptions {
   seed: number;
@@ -14,6 +14,8 @@ export interface SimulatedMarketOptions {
 }
 
 const DEFAULT_ANCHOR = Date.UTC(2026, 0, 1) / 1000;
+/** The exchange id of the simulated market's per-exchange tickers. */
+export const SIMULATED_EXCHANGE = 'simulated';
 /** Sample spacing for daily candles: octaves of 16 min and longer are linear between samples. */
 const DAY_SAMPLE = 960;
 
@@ -199,25 +201,50 @@ export class SimulatedMarket implements MarketSource {
     return Promise.resolve({ candles: out });
   }
 
-  /** The in-progress base candle: the closed minutes (and, for a month, closed days) of its bucket so far. */
+  /**
+   * The minute in progress at `t` (seconds), traded so far: open at the minute's start, close at
+   * `t` on the same path, the minute's volume pro rata. Undefined at a minute boundary.
+   */
+  private partialMinute(c: SimCoin, t: number): Candle | undefined {
+    const m = Math.floor(t / 60) * 60;
+    if (t <= m || m < c.listed) return undefined;
+    const full = this.minuteCandle(c, m);
+    if (c.pegged) return { ...full, volume: roundDigits((full.volume ?? 0) * ((t - m) / 60), 2) };
+    const o = this.price(c, m);
+    const cl = this.price(c, t);
+    const d = priceDigits(o);
+    return { time: m, open: roundDigits(o, d), high: roundDigits(Math.max(o, cl), d), low: roundDigits(Math.min(o, cl), d), close: roundDigits(cl, d), volume: roundDigits((full.volume ?? 0) * ((t - m) / 60), 2) };
+  }
+
+  /**
+   * The in-progress base candle: the closed minutes (and, for a month, closed days) of its bucket
+   * so far, and the minute in progress up to `asOf`, so its close is the ticker's last price.
+   */
   liveCandle(symbol: string, base: BaseInterval, asOf: number): Promise<Candle | undefined> {
     const c = this.coins.get(symbol);
     const start = bucketStart(base, asOf);
     const minutesEnd = Math.floor(asOf / 60) * 60;
-    if (c === undefined || start >= minutesEnd || minutesEnd <= c.listed) return Promise.resolve(undefined);
-    if (base !== '1mo') return Promise.resolve(aggregate(start, this.minuteCandles(c, Math.max(start, c.listed), minutesEnd)));
+    if (c === undefined || start >= asOf || asOf <= c.listed) return Promise.resolve(undefined);
+    const partial = this.partialMinute(c, asOf);
+    const upTo = (from: number): Candle[] => [...this.minuteCandles(c, Math.max(from, c.listed), minutesEnd), ...(partial === undefined ? [] : [partial])];
+    if (base !== '1mo') return Promise.resolve(aggregate(start, upTo(start)));
     const today = bucketStart('1d', asOf);
     const parts: Candle[] = [];
     for (let d = Math.max(start, c.listed); d < today; d += DAY) parts.push(this.dayCandle(c, d));
-    const todayAgg = aggregate(today, this.minuteCandles(c, Math.max(today, c.listed), minutesEnd));
+    const todayAgg = aggregate(today, upTo(today));
     if (todayAgg !== undefined) parts.push(todayAgg);
     return Promise.resolve(aggregate(start, parts));
   }
 
-  tickers(symbols: readonly string[]): Promise<Ticker[]> {
-    const asOf = Math.floor(this.clock.now() / 60_000) * 60;
+  /**
+   * Tickers at the current second (the path moves between minutes, so every refresh shows
+   * motion), with one simulated exchange's ticker per coin.
+   */
+  tickers(symbols: readonly string[]): Promise<MarketTickers> {
+    const asOf = Math.floor(this.clock.now() / 1000);
     if (this.tickerCache.asOf !== asOf) this.tickerCache = { asOf, bySymbol: new Map() };
     const out: Ticker[] = [];
+    const venues: VenueTicker[] = [];
     for (const sym of symbols) {
       const c = this.coins.get(sym);
       if (c === undefined || c.listed > asOf - DAY) continue;
@@ -227,8 +254,30 @@ export class SimulatedMarket implements MarketSource {
         this.tickerCache.bySymbol.set(sym, t);
       }
       out.push(t);
+      venues.push(this.venueTicker(c, t));
     }
-    return Promise.resolve(out);
+    return Promise.resolve({ coins: out, venues });
+  }
+
+  /** The coin on the simulated exchange: its ticker against USDT (USDT itself against USD), with a spread of 0.04-0.2 %. */
+  private venueTicker(c: SimCoin, t: Ticker): VenueTicker {
+    const half = 0.0002 + 0.0008 * hash01(c.key, 107, 0);
+    const d = priceDigits(t.lastPrice);
+    const target = c.ref.symbol === 'USDT' ? 'USD' : 'USDT';
+    return {
+      exchange: SIMULATED_EXCHANGE,
+      pair: `${c.ref.symbol}/${target}`,
+      base: c.ref.symbol,
+      target,
+      last: t.lastPrice,
+      baseVolume: t.lastPrice > 0 ? t.quoteVolume / t.lastPrice : 0,
+      quoteVolume: t.quoteVolume,
+      usdPerTarget: 1,
+      bid: roundDigits(t.lastPrice * (1 - half), d + 1),
+      ask: roundDigits(t.lastPrice * (1 + half), d + 1),
+      time: t.closeTime,
+      status: 'used',
+    };
   }
 
   /** Per coin, the minute candles of the last ticker window, slid forward instead of rebuilt. */
@@ -250,8 +299,10 @@ export class SimulatedMarket implements MarketSource {
   }
 
   private ticker(c: SimCoin, asOf: number): Ticker {
-    const window = this.tickerWindow(c, asOf);
-    const agg = aggregate(asOf - DAY, window);
+    const minute = Math.floor(asOf / 60) * 60;
+    const partial = this.partialMinute(c, asOf);
+    const window = this.tickerWindow(c, minute);
+    const agg = aggregate(minute - DAY, partial === undefined ? window : [...window, partial]);
     if (agg === undefined) throw new Error('empty ticker window');
     const d = priceDigits(agg.open);
     const change = roundDigits(agg.close - agg.open, d);
@@ -264,7 +315,7 @@ export class SimulatedMarket implements MarketSource {
       highPrice: agg.high,
       lowPrice: agg.low,
       quoteVolume: roundDigits(agg.volume, 2),
-      openTime: (asOf - DAY) * 1000,
+      openTime: (minute - DAY) * 1000,
       closeTime: asOf * 1000,
       circulatingSupply: c.ref.supply,
     };

@@ -34,6 +34,43 @@ export interface Ticker {
   circulatingSupply?: number;
 }
 
+/**
+ * One exchange's 24 h ticker of one pair, as ingested before aggregation (CoinGecko's
+ * `/coins/{id}/tickers` and `/exchanges`): prices in the pair's quote currency (`target`).
+ */
+export interface VenueTicker {
+  /** The exchange's ccxt id (e.g. `binance`). */
+  exchange: string;
+  /** ccxt's unified symbol, e.g. `BTC/USDT`. */
+  pair: string;
+  base: string;
+  target: string;
+  last: number;
+  /** 24 h volume in base units. */
+  baseVolume: number;
+  /** 24 h traded value in `target`. */
+  quoteVolume: number;
+  /** US dollars per unit of `target` when the ticker was taken (1 for USD-stable quotes); null when unknown. */
+  usdPerTarget: number | null;
+  /** Best bid and ask, where the exchange's ticker carries them. */
+  bid: number | null;
+  ask: number | null;
+  /** Source time (ms). */
+  time: number;
+  /**
+   * What the aggregation made of it: `used` in the coin's price; `unused` fresh but not the
+   * exchange's most liquid pair; `outlier` left out as deviating from the other exchanges;
+   * `stale` older than MARKET_STALE_AFTER.
+   */
+  status: 'used' | 'unused' | 'outlier' | 'stale';
+}
+
+/** What one ticker refresh gives: the aggregated coin tickers and the per-exchange tickers behind them. */
+export interface MarketTickers {
+  coins: Ticker[];
+  venues: VenueTicker[];
+}
+
 export interface CandlePageRequest {
   symbol: string;
   base: BaseInterval;
@@ -60,8 +97,11 @@ export interface MarketSource {
   readonly kind: string;
   /** Symbols this source can quote, upper case. */
   listSymbols(): Promise<readonly string[]>;
-  /** Latest 24 h tickers for many coins in one call; coins the source cannot quote are left out. */
-  tickers(symbols: readonly string[]): Promise<Ticker[]>;
+  /**
+   * Latest 24 h tickers for many coins in one call (coins the source cannot quote are left out),
+   * with the per-exchange tickers they were aggregated from.
+   */
+  tickers(symbols: readonly string[]): Promise<MarketTickers>;
   /** One page of closed candles of a base series. */
   candles(req: CandlePageRequest): Promise<CandlePage>;
   /**
@@ -74,11 +114,29 @@ export interface MarketSource {
   close?(): Promise<void>;
 }
 
+/**
+ * One currency's dealer quote in an official bulletin (BCB PTAX): BRL per unit of the currency,
+ * buying (bid) and selling (ask) rates of the bulletin used, and the extremes of that day's
+ * bulletins.
+ */
+export interface FxQuote {
+  bid: number;
+  ask: number;
+  high: number;
+  low: number;
+  /** When the bulletin was published (milliseconds). */
+  time: number;
+}
+
 /** Rates are "1 USD = rate units of the currency". */
 export interface FxSnapshot {
   /** When the rates were observed (milliseconds). */
   time: number;
   rates: ReadonlyMap<string, number>;
+  /** Official bid/ask quotes against BRL by currency (PTAX, or the simulated FX), where the source has them. */
+  quotes?: ReadonlyMap<string, FxQuote>;
+  /** Which source gave each currency's rate (a layered source); absent: the FX source's own kind. */
+  sources?: ReadonlyMap<string, string>;
 }
 
 export interface DailyRate {

@@ -4,7 +4,10 @@ import Coingecko, { AuthenticationError, BadRequestError, NotFoundError, Permiss
 import type { Account } from '../../src/accounts/account-service.js';
 import type { RequestLimiter } from '../../src/accounts/request-limiter.js';
 import { QuotesError } from '../../src/errors.js';
-import { makeTestApp, plansWith, type CryptoJson, type TestApp } from '../support/helpers.js';
+import { FakeClock } from '@rls/testkit';
+import { createLogger } from '../../src/logger.js';
+import { createGate, embeddedDecider } from '../../src/ratelimit/create-gate.js';
+import { makeTestApp, plansWith, T0, type CryptoJson, type TestApp } from '../support/helpers.js';
 
 /** Refuses with RATE_LIMITED while `on` (stands in for the burst limiter). */
 class SwitchLimiter implements RequestLimiter {
@@ -234,7 +237,7 @@ describe('the official CoinGecko SDK against a listening server', () => {
     assert.equal(md.price_change_percentage_24h, md.price_change_percentage_24h_in_currency?.usd);
     assert.equal((md.sparkline_7d as unknown as { price: number[] }).price.length > 160, true);
     const full = await cg.coins.getID('bitcoin');
-    assert.deepEqual(full.tickers, []);
+    assert.equal(full.tickers?.length, 1, 'its per-exchange tickers (one on the simulated exchange)');
     assert.deepEqual(full.localization, { en: 'Bitcoin' });
     await assert.rejects(cg.coins.getID('no-such-coin'), (err: unknown) => {
       assert.ok(err instanceof NotFoundError);
@@ -259,7 +262,7 @@ describe('the official CoinGecko SDK against a listening server', () => {
     assert.ok(daily.prices.length >= 30 && daily.prices.length <= 32);
     const max = await cg.coins.marketChart.get('ethereum', { vs_currency: 'usd', days: 'max' });
     assert.ok(max.prices.length > 3000, 'ETH since 2015, daily');
-    assert.equal(max.prices[max.prices.length - 1]![0], Math.floor(t.clock.now() / 60_000) * 60_000, 'the last point is the live price');
+    assert.equal(max.prices[max.prices.length - 1]![0], Math.floor(t.clock.now() / 1000) * 1000, 'the last point is the live price');
     // The startup plan reaches 366 days back.
     const limited = await demo(t.tokens.startup).coins.marketChart.get('ethereum', { vs_currency: 'usd', days: 'max' });
     assert.ok(limited.prices.length <= 368 && limited.prices[0]![0]! >= t.clock.now() - 367 * DAY_MS);
@@ -361,7 +364,7 @@ describe('the official CoinGecko SDK against a listening server', () => {
   });
 
   test('unknown /api/v3 paths and methods answer in CoinGecko shape', async () => {
-    const r = await fetch(`${baseURL}/exchanges`, { headers: { 'x-cg-demo-api-key': t.tokens.pro! } });
+    const r = await fetch(`${baseURL}/derivatives`, { headers: { 'x-cg-demo-api-key': t.tokens.pro! } });
     assert.equal(r.status, 404);
     assert.ok('error' in ((await r.json()) as object));
     const post = await fetch(`${baseURL}/simple/price`, { method: 'POST', body: '{', headers: { 'content-type': 'application/json' } });
@@ -408,6 +411,274 @@ describe('CoinGecko API bounds', () => {
       assert.equal(big.statusCode, 400);
       assert.match(big.json<{ error: string }>().error, /500/);
       assert.equal((await get('/api/v3/coins/bitcoin/market_chart?vs_currency=usd&days=10&interval=daily')).statusCode, 200);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('CoinGecko history, OHLC range, exchange rates, movers and /key through the SDK', () => {
+  let t: TestApp;
+  let origin: string;
+  let baseURL: string;
+  const cg = (key: string): Coingecko => new Coingecko({ demoAPIKey: key, proAPIKey: null, baseURL, maxRetries: 0 });
+  before(async () => {
+    const clock = new FakeClock(T0);
+    t = await makeTestApp({ logLevel: 'warn', clock, rateLimit: createGate(embeddedDecider(undefined, clock), { domain: 'quotes', failureMode: 'allow', address: undefined }, createLogger('silent'), clock) });
+    origin = await t.app.listen({ host: '127.0.0.1', port: 0 });
+    baseURL = `${origin}/api/v3`;
+  });
+  after(async () => {
+    await t.close();
+  });
+
+  /** UTC midnight ten days before T0's day, and its CoinGecko date forms. */
+  const day = Math.floor(T0 / DAY_MS) * DAY_MS - 10 * DAY_MS;
+  const iso = new Date(day).toISOString().slice(0, 10);
+  const dmy = `${iso.slice(8, 10)}-${iso.slice(5, 7)}-${iso.slice(0, 4)}`;
+
+  test('coins/{id}/history: the daily candle closing at 00:00 of the date, in every vs_currency; both date forms; localization', async () => {
+    const c = cg(t.tokens.pro!);
+    const h = await c.coins.history.get('bitcoin', { date: dmy });
+    assert.equal(h.id, 'bitcoin');
+    assert.equal(h.symbol, 'btc');
+    assert.deepEqual(h.localization, { en: 'Bitcoin' });
+    assert.ok(h.image.thumb?.endsWith('/icons/btc.svg'));
+    const md = h.market_data;
+    const vs = await c.simple.supportedVsCurrencies.get();
+    for (const v of ['usd', 'brl', 'eur', 'jpy', 'btc', 'eth']) {
+      assert.ok(vs.includes(v), v);
+      assert.equal(typeof md.current_price?.[v], 'number', v);
+      assert.equal(typeof md.market_cap?.[v], 'number', v);
+      assert.equal(typeof md.total_volume?.[v], 'number', v);
+    }
+    assert.equal(md.current_price?.btc, 1);
+    // The same instant on the daily chart (a point at its candle's close time), in USD and BRL.
+    for (const v of ['usd', 'brl']) {
+      const chart = await c.coins.marketChart.getRange('bitcoin', { vs_currency: v, from: String(day / 1000 - 5 * 86_400), to: String(day / 1000 + 86_400), interval: 'daily' });
+      const at = (rows: number[][]): number | undefined => rows.find((r) => r[0] === day)?.[1];
+      assert.equal(md.current_price?.[v], at(chart.prices), `${v} price = the daily chart point at 00:00`);
+      assert.equal(md.market_cap?.[v], at(chart.market_caps), `${v} market cap`);
+      assert.equal(md.total_volume?.[v], at(chart.total_volumes), `${v} volume`);
+    }
+    // And the daily candle of /api/v2/crypto history (its bucket starts the day before).
+    const v2 = (await (await fetch(`${origin}/api/v2/crypto?coin=BTC&currency=BRL&range=1mo&interval=1d&token=${t.tokens.pro}`)).json()) as CryptoJson;
+    const candle = v2.coins[0]!.historicalDataPrice!.find((p) => p.date === day / 1000 - 86_400)!;
+    assert.equal(md.current_price?.brl, candle.close, 'BRL close of the daily candle');
+    assert.equal(md.total_volume?.brl, candle.volume, 'BRL volume of the daily candle');
+    const same = await c.coins.history.get('bitcoin', { date: iso, localization: false });
+    assert.deepEqual(same.market_data, md, 'yyyy-mm-dd names the same day');
+    assert.equal(same.localization, undefined);
+  });
+
+  test('coins/{id}/history: before our history no market_data; plan reach 401 (10012); bad dates 400; unknown coin 404', async () => {
+    const c = cg(t.tokens.pro!);
+    const early = await c.coins.history.get('bitcoin', { date: '01-01-2005' });
+    assert.equal(early.id, 'bitcoin');
+    assert.equal(early.market_data, undefined, 'CoinGecko answers an unknown date without market_data');
+    const future = await c.coins.history.get('bitcoin', { date: '01-01-2030' });
+    assert.equal(future.market_data, undefined);
+    await assert.rejects(cg(t.tokens.startup!).coins.history.get('bitcoin', { date: '01-01-2024' }), (err: unknown) => {
+      assert.ok(err instanceof AuthenticationError);
+      assert.equal((err.error as { error: { status: { error_code: number } } }).error.status.error_code, 10012);
+      return true;
+    });
+    for (const bad of ['31-02-2026', '2026/03/01', 'yesterday']) await assert.rejects(c.coins.history.get('bitcoin', { date: bad }), BadRequestError, bad);
+    await assert.rejects(c.coins.history.get('no-such-coin', { date: dmy }), NotFoundError);
+  });
+
+  test('coins/{id}/ohlc/range: daily and hourly candles within the range, their limits, the same candles as /ohlc', async () => {
+    const c = cg(t.tokens.pro!);
+    const to = Math.floor(T0 / 1000);
+    const daily = await c.coins.ohlc.getRange('bitcoin', { vs_currency: 'usd', from: String(to - 20 * 86_400), to: String(to), interval: 'daily' });
+    assert.equal(spacing(daily), DAY_MS);
+    assert.ok(daily.length >= 20 && daily.length <= 22, `${daily.length} daily candles`);
+    const hourly = await c.coins.ohlc.getRange('bitcoin', { vs_currency: 'eur', from: iso, to: new Date(day + 2 * DAY_MS).toISOString().slice(0, 10), interval: 'hourly' });
+    assert.equal(spacing(hourly), HOUR_MS);
+    assert.equal(hourly.length, 48, 'two days of hourly candles');
+    assert.equal(hourly[0]![0], day + HOUR_MS, 'stamped at each candle close');
+    for (const row of hourly) {
+      const [, o, h, l, cl] = row as [number, number, number, number, number];
+      assert.ok(h >= Math.max(o, cl) && l <= Math.min(o, cl));
+    }
+    const ohlc = await c.coins.ohlc.get('bitcoin', { vs_currency: 'usd', days: '30', interval: 'daily' });
+    const last = daily[daily.length - 2]!;
+    assert.deepEqual(ohlc.find((r) => r[0] === last[0]), last, 'a closed daily candle equals /ohlc?interval=daily');
+    await assert.rejects(c.coins.ohlc.getRange('bitcoin', { vs_currency: 'usd', from: String(to - 200 * 86_400), to: String(to), interval: 'daily' }), BadRequestError);
+    await assert.rejects(c.coins.ohlc.getRange('bitcoin', { vs_currency: 'usd', from: String(to - 40 * 86_400), to: String(to), interval: 'hourly' }), BadRequestError);
+    await assert.rejects(c.coins.ohlc.getRange('bitcoin', { vs_currency: 'usd', from: String(to), to: String(to - 86_400), interval: 'daily' }), BadRequestError);
+    await assert.rejects(c.coins.ohlc.getRange('bitcoin', { vs_currency: 'usd', from: String(to - 86_400), to: String(to), interval: 'weekly' as 'daily' }), BadRequestError);
+  });
+
+  test('exchange_rates: BTC in every supported vs_currency, equal to /simple/price of bitcoin', async () => {
+    const c = cg(t.tokens.pro!);
+    const { rates } = await c.exchangeRates.get();
+    const vs = await c.simple.supportedVsCurrencies.get();
+    const price = (await c.simple.price.get({ ids: 'bitcoin', vs_currencies: vs.join(',') })).bitcoin as Record<string, number>;
+    assert.deepEqual(Object.keys(rates).slice(0, 1), ['btc']);
+    for (const v of vs) {
+      assert.equal(rates[v]?.value, price[v], `${v}: the BTC quote in that currency`);
+      assert.equal(rates[v]?.type, ['btc', 'eth', 'ltc', 'bch', 'bnb', 'eos', 'xrp', 'xlm', 'link', 'dot', 'sol'].includes(v) ? 'crypto' : 'fiat', v);
+    }
+    assert.deepEqual(rates.usd, { name: 'US Dollar', unit: '$', value: price.usd!, type: 'fiat' });
+    assert.equal(rates.brl?.unit, 'R$');
+    assert.equal(rates.eth?.name, 'Ethereum');
+    assert.equal(rates.sats?.value, 1e8);
+  });
+
+  test('coins/top_gainers_losers: 30 each way, ordered by the duration change, as /coins/markets measures it', async () => {
+    const c = cg(t.tokens.pro!);
+    const m = await c.coins.topGainersLosers.get({ vs_currency: 'usd', duration: '7d', top_coins: 'all', price_change_percentage: '1h,30d' });
+    assert.ok(m.top_gainers.length > 0 && m.top_gainers.length <= 30);
+    assert.ok(m.top_losers.length > 0 && m.top_losers.length <= 30);
+    const g = m.top_gainers.map((x) => x.usd_7d_change!);
+    assert.deepEqual(g, [...g].sort((a, b) => b - a));
+    assert.ok(g.every((x) => x > 0));
+    const l = m.top_losers.map((x) => x.usd_7d_change!);
+    assert.deepEqual(l, [...l].sort((a, b) => a - b));
+    assert.ok(l.every((x) => x < 0));
+    const ids = [...m.top_gainers, ...m.top_losers].map((x) => x.id);
+    const markets = await c.coins.markets.get({ vs_currency: 'usd', ids: ids.join(','), price_change_percentage: '1h,24h,7d,30d', per_page: 250 });
+    for (const x of [...m.top_gainers, ...m.top_losers]) {
+      const row = markets.find((r) => r.id === x.id)!;
+      assert.equal(x.usd, row.current_price, x.id);
+      assert.equal(x.usd_24h_vol, row.total_volume, x.id);
+      assert.equal(x.usd_24h_change, row.price_change_percentage_24h_in_currency, x.id);
+      assert.equal(x.usd_7d_change, row.price_change_percentage_7d_in_currency, x.id);
+      assert.equal(x.usd_1h_change, row.price_change_percentage_1h_in_currency, x.id);
+      assert.equal(x.usd_30d_change, row.price_change_percentage_30d_in_currency, x.id);
+      assert.ok(row.total_volume! >= 50_000);
+    }
+    // Within the top 300 by market cap only ranked coins take part.
+    const top = await c.coins.topGainersLosers.get({ vs_currency: 'brl' });
+    for (const x of [...top.top_gainers, ...top.top_losers]) assert.ok(x.market_cap_rank !== null && x.market_cap_rank <= 1000);
+    assert.equal(typeof (top.top_gainers[0] as unknown as Record<string, number>).brl_24h_change, 'number');
+    await assert.rejects(c.coins.topGainersLosers.get({ vs_currency: 'usd', duration: '2h' as '1h' }), BadRequestError);
+    await assert.rejects(c.coins.topGainersLosers.get({ vs_currency: 'usd', top_coins: '42' as '300' }), BadRequestError);
+    await assert.rejects(c.coins.topGainersLosers.get({ vs_currency: 'nope' }), BadRequestError);
+  });
+
+  test('/key: plan, per-minute limit of the burst rules, monthly credit and calls from the quota counter; never charged', async () => {
+    const { token } = await t.app.quotes.accounts.createToken('key-test', 'startup');
+    const c = cg(token);
+    const k0 = await c.key.get();
+    assert.equal(k0.plan, 'Startup');
+    assert.equal(k0.rate_limit_request_per_minute, 600, 'startup: 10/s and 600/min in ratelimit/quotes.yaml');
+    assert.equal(k0.api_key_rate_limit_request_per_minute, 600);
+    assert.equal(k0.monthly_call_credit, 150_000);
+    assert.equal(k0.current_total_monthly_calls, 0);
+    assert.equal(k0.current_remaining_monthly_calls, 150_000);
+    const quota: string[] = [];
+    for (let i = 0; i < 3; i++) quota.push((await c.ping.get().withResponse()).response.headers.get('x-quota-remaining') ?? 'ping');
+    await c.global.get();
+    const priced = await c.simple.price.get({ ids: 'bitcoin', vs_currencies: 'usd' }).withResponse();
+    const k1 = await c.key.get();
+    assert.equal(k1.current_total_monthly_calls, 2, 'two counted calls (ping is free)');
+    assert.equal(k1.current_remaining_monthly_calls, 150_000 - 2);
+    assert.equal(String(k1.current_remaining_monthly_calls), priced.response.headers.get('x-quota-remaining'), 'what the quota headers said');
+    const k2 = await c.key.get();
+    assert.equal(k2.current_total_monthly_calls, 2, '/key itself is never counted');
+    assert.equal((await cg(t.tokens.pro!).key.get()).rate_limit_request_per_minute, 3000);
+    await assert.rejects(new Coingecko({ demoAPIKey: null, proAPIKey: null, baseURL, maxRetries: 0 }).key.get({ headers: { 'x-cg-demo-api-key': null } }), AuthenticationError);
+    await assert.rejects(cg('qt_nope').key.get(), AuthenticationError);
+  });
+});
+
+describe('CoinGecko tickers and exchanges through the SDK (the simulated exchange)', () => {
+  let t: TestApp;
+  let baseURL: string;
+  const cg = (key: string): Coingecko => new Coingecko({ demoAPIKey: key, proAPIKey: null, baseURL, maxRetries: 0 });
+  before(async () => {
+    t = await makeTestApp({ logLevel: 'warn' });
+    baseURL = `${await t.app.listen({ host: '127.0.0.1', port: 0 })}/api/v3`;
+  });
+  after(async () => {
+    await t.close();
+  });
+
+  test('coins/{id}/tickers: one ticker per exchange and pair, converted figures, spread, flags; paging and errors', async () => {
+    const c = cg(t.tokens.pro!);
+    const r = await c.coins.tickers.get('bitcoin', { include_exchange_logo: true, depth: true, order: 'volume_desc' });
+    assert.equal(r.name, 'Bitcoin');
+    assert.equal(r.tickers.length, 1);
+    const x = r.tickers[0]!;
+    assert.deepEqual([x.base, x.target, x.market.identifier, x.market.name, x.coin_id, x.target_coin_id], ['BTC', 'USDT', 'simulated', 'Simulated Exchange', 'bitcoin', 'tether']);
+    const [m] = await c.coins.markets.get({ vs_currency: 'usd', ids: 'bitcoin' });
+    assert.ok(Math.abs(x.last - m!.current_price!) <= 1e-9 * x.last, 'the last price is the quote');
+    assert.equal(x.converted_last.usd, x.last);
+    assert.equal(x.converted_last.btc, 1);
+    assert.ok(Math.abs(x.converted_volume.usd! - m!.total_volume!) <= 0.01, 'the 24 h volume is the quote volume');
+    assert.ok(Math.abs(x.volume * x.last - x.converted_volume.usd!) <= 1e-6 * x.converted_volume.usd!, 'volume in base units');
+    assert.ok(x.bid_ask_spread_percentage > 0 && x.bid_ask_spread_percentage < 1);
+    assert.equal(x.is_anomaly, false);
+    assert.equal(x.is_stale, false);
+    assert.equal(x.trust_score, 'green');
+    assert.ok(x.market.logo?.endsWith('/icons/exchanges/simulated.svg'));
+    const logo = await fetch(x.market.logo!);
+    assert.equal(logo.status, 200);
+    assert.match(await logo.text(), /^<svg/);
+    assert.equal(x.timestamp, m!.last_updated);
+    assert.deepEqual((await c.coins.tickers.get('bitcoin', { page: 2 })).tickers, [], 'past the last page: no tickers');
+    assert.deepEqual((await c.coins.tickers.get('bitcoin', { exchange_ids: 'binance' })).tickers, []);
+    const coin = await c.coins.getID('bitcoin');
+    assert.equal(coin.tickers?.length, 1, '/coins/{id} carries the same tickers');
+    await assert.rejects(c.coins.tickers.get('bitcoin', { order: 'best' as 'volume_desc' }), BadRequestError);
+    await assert.rejects(c.coins.tickers.get('bitcoin', { page: 0 }), BadRequestError);
+    await assert.rejects(c.coins.tickers.get('no-such-coin'), NotFoundError);
+  });
+
+  test('exchanges, exchanges/list, exchanges/{id}, exchanges/{id}/tickers: volume in BTC from the tickers; unknown exchange 404', async () => {
+    const c = cg(t.tokens.pro!);
+    const list = await c.exchanges.get({ per_page: 10 });
+    assert.equal(list.length, 1);
+    const ex = list[0]!;
+    assert.equal(ex.id, 'simulated');
+    const markets = await c.coins.markets.get({ vs_currency: 'btc', per_page: 250 });
+    const volBtc = markets.reduce((s, m) => s + (m.total_volume ?? 0), 0);
+    assert.ok(Math.abs(ex.trade_volume_24h_btc - volBtc) <= 1e-6 * volBtc, `24 h volume in BTC ${ex.trade_volume_24h_btc} = the coins' volumes in BTC ${volBtc}`);
+    assert.deepEqual(await c.exchanges.getList(), [{ id: 'simulated', name: 'Simulated Exchange' }]);
+    assert.deepEqual(await c.exchanges.getList({ status: 'inactive' }), []);
+    const one = await c.exchanges.getID('simulated');
+    assert.equal(one.pairs, markets.length);
+    assert.equal(one.coins, markets.length);
+    assert.equal(one.tickers.length, Math.min(100, markets.length), 'its (at most 100) most traded tickers');
+    assert.match(one.public_notice, /Simulated/);
+    const page1 = await c.exchanges.tickers.get('simulated', { order: 'volume_desc' });
+    const page2 = await c.exchanges.tickers.get('simulated', { order: 'volume_desc', page: 2 });
+    assert.equal(page1.tickers.length, Math.min(100, markets.length));
+    assert.equal(page1.tickers.length + page2.tickers.length, markets.length, 'pages of 100 cover every pair');
+    const vols = [...page1.tickers, ...page2.tickers].map((x) => x.converted_volume.usd!);
+    assert.deepEqual(vols, [...vols].sort((a, b) => b - a));
+    const eth = await c.exchanges.tickers.get('simulated', { coin_ids: 'ethereum,solana', order: 'base_target' });
+    assert.deepEqual(eth.tickers.map((x) => x.base), ['ETH', 'SOL']);
+    await assert.rejects(c.exchanges.getID('nowhere'), (err: unknown) => err instanceof NotFoundError && (err.error as { error: string }).error === 'exchange not found');
+    await assert.rejects(c.exchanges.tickers.get('nowhere'), NotFoundError);
+    await assert.rejects(c.exchanges.get({ per_page: 251 }), BadRequestError);
+  });
+
+  test('every endpoint added for issue 26 is in /openapi.json', async () => {
+    const oa = (await (await fetch(`${baseURL.replace('/api/v3', '')}/openapi.json`)).json()) as { paths: Record<string, unknown> };
+    for (const p of ['/api/v3/coins/{id}/history', '/api/v3/coins/{id}/ohlc/range', '/api/v3/exchange_rates', '/api/v3/coins/top_gainers_losers', '/api/v3/coins/{id}/tickers', '/api/v3/exchanges', '/api/v3/exchanges/list', '/api/v3/exchanges/{id}', '/api/v3/exchanges/{id}/tickers', '/api/v3/key', '/api/v2/currency', '/api/v2/currency/available']) {
+      assert.ok(p in oa.paths, p);
+    }
+  });
+});
+
+describe('MARKET_EXCHANGE_TICKERS_MAX bounds the per-exchange tickers kept with a snapshot', () => {
+  test('the most traded are kept; the rest are left out of /exchanges and of the snapshot (what replicas share)', async () => {
+    const t = await makeTestApp({ logLevel: 'warn', settings: { MARKET_EXCHANGE_TICKERS_MAX: '10' } });
+    try {
+      const get = async <T>(url: string): Promise<T> => (await t.app.inject({ url, headers: { 'x-cg-demo-api-key': t.tokens.pro! } })).json<T>();
+      const markets = await get<Array<{ id: string; total_volume: number }>>('/api/v3/coins/markets?vs_currency=usd&per_page=250');
+      assert.ok(markets.length > 10, `${markets.length} coins, more than the bound`);
+      const snap = await t.app.quotes.snapshots.current();
+      assert.equal(snap.venues?.length, 10);
+      assert.equal((await get<{ pairs: number }>('/api/v3/exchanges/simulated')).pairs, 10);
+      const leastTraded = [...markets].sort((a, b) => a.total_volume - b.total_volume)[0]!;
+      assert.deepEqual((await get<{ tickers: unknown[] }>(`/api/v3/coins/${leastTraded.id}/tickers`)).tickers, [], 'the least traded coin lost its ticker');
+      const mostTraded = [...markets].sort((a, b) => b.total_volume - a.total_volume)[0]!;
+      assert.equal((await get<{ tickers: unknown[] }>(`/api/v3/coins/${mostTraded.id}/tickers`)).tickers.length, 1);
+      assert.ok(Buffer.byteLength(JSON.stringify(snap.venues)) < 10 * 400, 'bounded bytes per snapshot');
     } finally {
       await t.close();
     }

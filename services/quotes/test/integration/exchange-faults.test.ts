@@ -49,7 +49,7 @@ describe('exchange faults: retried with backoff, counted, never fatal', () => {
     await market.listSymbols();
     fake.addFault({ path: '/ticker/24hr', kind: 'status', status: 429, headers: { 'Retry-After': '2' } });
     fake.addFault({ path: '/ticker/24hr', kind: 'status', status: 418, headers: { 'Retry-After': '7' }, body: JSON.stringify({ code: -1003, msg: 'Way too many requests; IP banned until 1773578103000.' }) });
-    const t = await market.tickers(['BTC']);
+    const t = (await market.tickers(['BTC'])).coins;
     assert.equal(t[0]?.lastPrice, 100000);
     assert.ok(sleeps[0]! >= 2000 && sleeps.some((s) => s >= 7000), `waits ${sleeps.join(', ')}`);
     assert.equal(counters.get('binance.rate-limited'), 1);
@@ -64,7 +64,7 @@ describe('exchange faults: retried with backoff, counted, never fatal', () => {
     fake.addFault({ path: '/ticker/24hr', kind: 'reset' });
     fake.addFault({ path: '/ticker/24hr', kind: 'garbage' });
     fake.setTicker(btc(100100));
-    const t = await market.tickers(['BTC']);
+    const t = (await market.tickers(['BTC'])).coins;
     assert.equal(t[0]?.lastPrice, 100100);
     assert.equal(counters.get('binance.timeout'), 1);
     assert.equal(counters.get('binance.network'), 1);
@@ -75,10 +75,10 @@ describe('exchange faults: retried with backoff, counted, never fatal', () => {
   test('when every try fails, the last good tickers stay in use (the quote service ages them out)', async () => {
     fresh();
     await market.listSymbols();
-    assert.equal((await market.tickers(['BTC']))[0]?.lastPrice, 100100);
+    assert.equal((await market.tickers(['BTC'])).coins[0]?.lastPrice, 100100);
     fake.addFault({ path: '/ticker/24hr', kind: 'status', status: 503, times: 10, body: 'upstream down' });
     clock.advance(30_000);
-    const t = await market.tickers(['BTC']);
+    const t = (await market.tickers(['BTC'])).coins;
     assert.equal(t[0]?.lastPrice, 100100);
     assert.equal(t[0]?.closeTime, T0 - 1000, 'the source time is the old one');
     assert.equal(counters.get('binance.failures'), 4);

@@ -94,6 +94,20 @@ describe('exchange source end to end (fake Binance + fake PTAX)', () => {
     assert.ok(tickerCalls.every((r) => r.query.get('symbols') !== null && r.query.get('symbol') === null));
   });
 
+  test("/api/v2/currency: PTAX's closing bid/ask for official pairs (inverted for BRL-X), the layer's rate for crosses, change against the previous fixing", async () => {
+    const res = await get('/api/v2/currency?currency=USD-BRL,BRL-EUR,EUR-USD');
+    assert.equal(res.statusCode, 200, res.body);
+    const [usdBrl, brlEur, eurUsd] = res.json<{ currency: Array<Record<string, string>> }>().currency;
+    // The fake bulletins: closing ask 5.5, bid 0.0006 below; the day's extremes over three bulletins.
+    assert.deepEqual([usdBrl!.bidPrice, usdBrl!.askPrice, usdBrl!.source], ['5.49940', '5.50000', 'ptax']);
+    assert.equal(usdBrl!.updatedAtDate, '2026-03-13 13:05:31', "the closing bulletin's Brasília time");
+    assert.equal(usdBrl!.percentageChange, ((5.5 / 5.25 - 1) * 100).toFixed(4), "against Thursday's fixing");
+    assert.deepEqual([brlEur!.bidPrice, brlEur!.askPrice, brlEur!.source], [(1 / 6.0).toFixed(6), (1 / (6.0 - 0.0006)).toFixed(6), 'ptax']);
+    assert.equal(eurUsd!.bidPrice, eurUsd!.askPrice, 'a cross pair: the FX layer rate on both sides');
+    assert.equal(Number(eurUsd!.bidPrice), Number((6.0 / 5.5).toFixed(5)));
+    assert.equal(eurUsd!.source, 'ptax', 'the source that gave the rates');
+  });
+
   test('/available: coins traded against a USD-stable or fiat quote (not BTC-quoted, not halted)', async () => {
     const res = await get('/api/v2/crypto/available');
     assert.deepEqual(res.json(), { coins: ['BTC', 'DOGE', 'ETH', 'USDT'] });
@@ -178,6 +192,55 @@ describe('several exchanges: volume weighting and outliers', () => {
       assert.equal(eth!.regularMarketVolume, 5e6);
       assert.ok(t.logs.some((l) => l.includes('outlier') && l.includes('binanceus')), 'the outlier is logged');
       assert.equal(t.app.quotes.counters.get('binanceus.outliers'), 1);
+
+      // CoinGecko's per-exchange tickers: every pair ingested, with what the aggregation made of it.
+      const cg = async <T>(url: string): Promise<T> => {
+        const r = await t.app.inject({ url, headers: { 'x-cg-pro-api-key': t.token } });
+        assert.equal(r.statusCode, 200, `${url}: ${r.body}`);
+        return r.json<T>();
+      };
+      interface CgTicker { base: string; target: string; market: { identifier: string; name: string; logo?: string }; last: number; volume: number; converted_last: { usd: number; btc: number }; converted_volume: { usd: number }; trust_score: string; is_anomaly: boolean; is_stale: boolean; coin_id: string; target_coin_id?: string }
+      const ethTickers = await cg<{ name: string; tickers: CgTicker[] }>('/api/v3/coins/ethereum/tickers');
+      assert.equal(ethTickers.name, 'Ethereum');
+      assert.deepEqual(
+        ethTickers.tickers.map((x) => [x.market.identifier, `${x.base}/${x.target}`, x.last, x.trust_score, x.is_anomaly]),
+        [
+          ['binance', 'ETH/USDT', 2000, 'green', false],
+          ['binance_us', 'ETH/USDT', 2300, 'red', true],
+        ],
+        'the outlier the aggregation dropped is flagged as an anomaly',
+      );
+      assert.equal(ethTickers.tickers[0]!.converted_volume.usd, 5e6);
+      assert.equal(ethTickers.tickers[0]!.volume, 5e6 / 2000, 'volume in base units');
+      assert.equal(ethTickers.tickers[0]!.converted_last.btc, 2000 / expected, 'in BTC at the aggregated BTC price');
+      assert.equal(ethTickers.tickers[0]!.target_coin_id, 'tether');
+      const btcTickers = await cg<{ tickers: CgTicker[] }>('/api/v3/coins/bitcoin/tickers?order=volume_desc&include_exchange_logo=true');
+      assert.deepEqual(
+        btcTickers.tickers.map((x) => [x.market.identifier, `${x.base}/${x.target}`, x.trust_score]),
+        [
+          ['binance_us', 'BTC/USD', 'green'],
+          ['binance', 'BTC/USDT', 'green'],
+          ['binance_us', 'BTC/USDT', 'yellow'],
+        ],
+        "each exchange's most liquid pair is used; another pair on the same exchange is shown, not used",
+      );
+      assert.ok(btcTickers.tickers[0]!.market.logo?.endsWith('/icons/exchanges/binance_us.svg'));
+      const only = await cg<{ tickers: CgTicker[] }>('/api/v3/coins/bitcoin/tickers?exchange_ids=binance');
+      assert.deepEqual(only.tickers.map((x) => x.market.identifier), ['binance']);
+      const coin = await cg<{ tickers: CgTicker[] }>('/api/v3/coins/bitcoin');
+      assert.equal(coin.tickers.length, 3, '/coins/{id} fills its tickers the same way');
+      const exchanges = await cg<Array<{ id: string; name: string; trade_volume_24h_btc: number }>>('/api/v3/exchanges');
+      assert.deepEqual(exchanges.map((x) => x.id), ['binance', 'binance_us']);
+      assert.ok(Math.abs(exchanges[0]!.trade_volume_24h_btc - 6e6 / expected) < 1e-6, '24 h volume in BTC from its tickers');
+      assert.ok(Math.abs(exchanges[1]!.trade_volume_24h_btc - 3.2e6 / expected) < 1e-6);
+      assert.deepEqual(await cg('/api/v3/exchanges/list'), [{ id: 'binance', name: 'Binance' }, { id: 'binance_us', name: 'Binance.US' }]);
+      const us = await cg<{ name: string; coins: number; pairs: number; tickers: CgTicker[]; trade_volume_24h_btc: number }>('/api/v3/exchanges/binance_us');
+      assert.deepEqual([us.name, us.coins, us.pairs, us.tickers.length], ['Binance.US', 2, 3, 3]);
+      const usTickers = await cg<{ name: string; tickers: CgTicker[] }>('/api/v3/exchanges/binance_us/tickers?coin_ids=ethereum');
+      assert.deepEqual(usTickers.tickers.map((x) => [x.base, x.is_anomaly]), [['ETH', true]]);
+      const unknown = await t.app.inject({ url: '/api/v3/exchanges/nowhere', headers: { 'x-cg-pro-api-key': t.token } });
+      assert.equal(unknown.statusCode, 404);
+      assert.deepEqual(unknown.json(), { error: 'exchange not found' });
     } finally {
       await t.close();
       await a.close();

@@ -51,6 +51,9 @@ describe('FX sources: PTAX, ECB, layering, stored daily series', () => {
     assert.equal(snap.rates.get('EUR'), 5.5 / 6.05);
     assert.equal(snap.rates.get('JPY'), 5.5 / 0.0366);
     assert.equal(snap.time, NOW, 'fetched now: current');
+    // Bid/ask of the closing bulletin, the day's extremes over all three bulletins (brapi's /api/v2/currency).
+    const usd = snap.quotes?.get('USD');
+    assert.deepEqual(usd, { bid: 5.4994, ask: 5.5, high: Math.round(5.5 * 1.002 * 1e10) / 1e10, low: Math.round((5.5 * 0.998 - 0.0006) * 1e4) / 1e4, time: Date.UTC(2026, 2, 13, 16, 5, 31) });
     const dayQueries = ptax.requests.map((r) => decodeURIComponent(r)).filter((r) => r.includes('CotacaoMoedaDia') && r.includes("'USD'"));
     assert.deepEqual(
       dayQueries.map((r) => /dataCotacao='([^']+)'/.exec(r)?.[1]),

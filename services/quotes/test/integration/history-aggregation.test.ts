@@ -32,8 +32,8 @@ class EmptySource implements MarketSource {
   listSymbols(): Promise<readonly string[]> {
     return Promise.resolve(['BTC']);
   }
-  tickers(): Promise<never[]> {
-    return Promise.resolve([]);
+  tickers(): Promise<{ coins: never[]; venues: never[] }> {
+    return Promise.resolve({ coins: [], venues: [] });
   }
   candles(_req: CandlePageRequest): Promise<CandlePage> {
     return Promise.resolve({ candles: [] });

@@ -4,18 +4,31 @@ import { setImmediate as turn } from 'node:timers/promises';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { waitFor } from '@rls/testkit';
-import type { MarketSource } from '../../src/market/types.js';
+import type { MarketSource, Ticker } from '../../src/market/types.js';
 import { QUOTE_CURRENCIES } from '../../src/market/currencies.js';
 import { makeTestApp, plansWith, type CryptoJson, type TestApp } from '../support/helpers.js';
 import { portOf, SseClient } from '../support/sse-client.js';
 
-/** The simulated market with per-coin price factors the tests turn (a change only where they say). */
+/**
+ * The simulated market with per-coin price factors the tests turn (a change only where they say):
+ * each coin's first ticker is kept, since the simulated market itself moves at every refresh.
+ */
 function adjustable(factor: Map<string, number>, everything: { by: number }) {
+  const first = new Map<string, Ticker>();
   return (m: MarketSource): MarketSource => ({
     kind: m.kind,
     listSymbols: () => m.listSymbols(),
     candles: (r) => m.candles(r),
-    tickers: async (symbols) => (await m.tickers(symbols)).map((x) => ({ ...x, lastPrice: x.lastPrice * (factor.get(x.symbol) ?? 1) * everything.by })),
+    tickers: async (symbols) => {
+      const t = await m.tickers(symbols);
+      const coins = t.coins.map((x) => {
+        const base = first.get(x.symbol) ?? x;
+        first.set(x.symbol, base);
+        // Its time advances by whole minutes only, so a record changes only where a test says.
+        return { ...base, closeTime: Math.floor(x.closeTime / 60_000) * 60_000, lastPrice: base.lastPrice * (factor.get(x.symbol) ?? 1) * everything.by };
+      });
+      return { ...t, coins };
+    },
   });
 }
 

@@ -48,7 +48,7 @@ async function setup(closeTimes: Record<string, number>, fxTime = T0, cacheBytes
   const source: MarketSource = {
     kind: 'test',
     listSymbols: () => Promise.resolve(Object.keys(NAMES)),
-    tickers: () => Promise.resolve(market.tickers),
+    tickers: () => Promise.resolve({ coins: market.tickers, venues: [] }),
     candles: () => Promise.reject(new Error('no candles in this test')),
   } as unknown as MarketSource;
   const fx: FxSource = { kind: 'test', currencies: ['BRL', 'EUR'], latest: () => Promise.resolve(market.fx), daily: () => Promise.resolve([]) };

@@ -16,7 +16,10 @@ test('IconStore keeps only icons the package ships, whatever names are asked; un
   assert.match(btc.svg.toString('utf8'), /^<svg/);
   assert.equal(icons.get('btc')?.svg, btc.svg, 'read once, then served from memory');
   assert.equal(icons.size, 1);
-  assert.match(icons.get('nope1')?.svg.toString('utf8') ?? '', /NOPE/, 'the fallback draws the first letters');
+  const fallback = icons.get('nope1')?.svg.toString('utf8') ?? '';
+  assert.match(fallback, /^<svg[^>]*>.*<rect /, 'the fallback is a generated pattern');
+  assert.equal(icons.get('NOPE1')?.svg.toString('utf8'), fallback, 'the same name always gets the same fallback');
+  assert.notEqual(icons.get('nope2')?.svg.toString('utf8'), fallback, 'another name gets another fallback');
   assert.equal(icons.get('../etc/passwd'), undefined, 'not a symbol');
   assert.equal(icons.get('x'.repeat(21)), undefined);
 });

@@ -19,8 +19,8 @@ class ScriptedSource implements MarketSource {
   listSymbols(): Promise<readonly string[]> {
     return Promise.resolve(['BTC']);
   }
-  tickers(): Promise<never[]> {
-    return Promise.resolve([]);
+  tickers(): Promise<{ coins: never[]; venues: never[] }> {
+    return Promise.resolve({ coins: [], venues: [] });
   }
   candles(req: CandlePageRequest): Promise<CandlePage> {
     const all = [-7, -6, -5, -4, -3, -2, -1, 0].map((i) => day(i, i === -3 ? null : 10));

@@ -86,7 +86,7 @@ describe('simulated market', () => {
     assert.equal(rest.nextFrom, undefined);
     assert.equal(rest.candles[rest.candles.length - 1]!.time, s('2026-03-15T11:59:00Z'), 'the running minute is not served');
     assert.equal((await a.candles({ ...req, base: '1d', from: 0, to: s('2010-07-20T00:00:00Z') })).candles.length, 3, 'history starts at listing');
-    const tickers = await a.tickers(['BTC', 'NOPE']);
+    const tickers = (await a.tickers(['BTC', 'NOPE'])).coins;
     assert.deepEqual(tickers.map((t) => t.symbol), ['BTC']);
     assert.ok(tickers[0]!.lastPrice > 10_000 && tickers[0]!.lastPrice < 1_000_000, 'realistic BTC price');
   });

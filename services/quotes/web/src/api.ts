@@ -4,6 +4,8 @@ export interface SessionInfo {
   signedIn: boolean;
   email?: string;
   csrfToken: string;
+  /** The operator opened the market and coin pages to visitors (QUOTES_PUBLIC_MARKET). */
+  publicMarket?: boolean;
 }
 
 export interface PlanInfo {
@@ -34,8 +36,26 @@ export class ApiError extends Error {
 }
 
 let csrfToken = '';
+let dataSource: string | undefined;
+
+/** The server's market source as its last answer named it (`X-Data-Source`: `simulated`, `exchange`). */
+export function currentDataSource(): string | undefined {
+  return dataSource;
+}
+
+/** Called with every new `X-Data-Source` value (the simulated-data notice follows it). */
+let onDataSource: ((source: string) => void) | undefined;
+export function watchDataSource(fn: (source: string) => void): void {
+  onDataSource = fn;
+  if (dataSource !== undefined) fn(dataSource);
+}
 
 async function parse<T>(res: Response): Promise<T> {
+  const source = res.headers.get('x-data-source');
+  if (source !== null && source !== dataSource) {
+    dataSource = source;
+    onDataSource?.(source);
+  }
   if (res.status === 204) return undefined as T;
   const text = await res.text();
   const body = text === '' ? {} : (JSON.parse(text) as Record<string, unknown>);
@@ -104,14 +124,34 @@ export interface MarketCoin {
   last_updated: string;
 }
 
+/** The header of the market page: /api/v3/global's figures in the page's currency. */
+export interface MarketGlobal {
+  totalMarketCap: number;
+  totalVolume: number;
+  btcDominance: number | null;
+  marketCapChange24h: number;
+  coins: number;
+}
+
 export interface MarketBoard {
   currency: string;
   asOf: string;
+  global: MarketGlobal;
   coins: MarketCoin[];
 }
 
+/** Signed out on a public market (QUOTES_PUBLIC_MARKET): the pages read the visitors' routes. */
+let visitor = false;
+export function setVisitor(on: boolean): void {
+  visitor = on;
+}
+export function isVisitor(): boolean {
+  return visitor;
+}
+const marketPath = (): string => (visitor ? 'public/market' : 'market');
+
 export async function marketBoard(currency: string): Promise<MarketBoard> {
-  return await dashboardGet<MarketBoard>(`market?currency=${encodeURIComponent(currency)}`);
+  return await dashboardGet<MarketBoard>(`${marketPath()}?currency=${encodeURIComponent(currency)}`);
 }
 
 /** A coin as /api/v2/crypto returns it (with history). */
@@ -134,5 +174,5 @@ export interface QuoteCoin {
 
 export async function coinHistory(coin: string, currency: string, range: string, interval: string | undefined): Promise<{ coin: QuoteCoin; plan: { ranges: string[]; intervals: string[] } }> {
   const iv = interval === undefined ? '' : `&interval=${encodeURIComponent(interval)}`;
-  return await dashboardGet(`market/history?coin=${encodeURIComponent(coin)}&currency=${encodeURIComponent(currency)}&range=${encodeURIComponent(range)}${iv}`);
+  return await dashboardGet(`${marketPath()}/history?coin=${encodeURIComponent(coin)}&currency=${encodeURIComponent(currency)}&range=${encodeURIComponent(range)}${iv}`);
 }

@@ -1,5 +1,5 @@
 import { CandlestickSeries, createChart, HistogramSeries, type IChartApi, type UTCTimestamp } from 'lightweight-charts';
-import { account, coinHistory, type QuoteCoin } from './api.js';
+import { account, coinHistory, isVisitor, marketBoard, type QuoteCoin } from './api.js';
 import { announce, cssVar, h } from './dom.js';
 import { formatCompact, formatPercent, formatPrice, pricePrecision } from './format.js';
 import { LivePrices } from './live.js';
@@ -22,12 +22,15 @@ const AUTO_INTERVAL: Readonly<Record<string, string>> = {
 
 let chart: IChartApi | undefined;
 let live: LivePrices | undefined;
+let poll: ReturnType<typeof setInterval> | undefined;
 
 export function leaveCoin(): void {
   chart?.remove();
   chart = undefined;
   live?.stop();
   live = undefined;
+  if (poll !== undefined) clearInterval(poll);
+  poll = undefined;
 }
 
 /**
@@ -38,11 +41,12 @@ export function leaveCoin(): void {
  */
 export async function renderCoin(main: HTMLElement, symbol: string, isCurrent: () => boolean = () => true): Promise<void> {
   leaveCoin();
-  const info = await account();
+  const visitor = isVisitor();
+  // A visitor (public market) learns the ranges and intervals from the first answer.
+  let plan: { ranges: string[]; intervals: string[] } = visitor ? { ranges: ['1mo'], intervals: [] } : (await account()).plan;
   if (!isCurrent()) return;
-  const plan = info.plan;
   const currency = preferredCurrency();
-  const ranges = plan.ranges.length > 0 ? plan.ranges : ['1mo'];
+  let ranges = plan.ranges.length > 0 ? plan.ranges : ['1mo'];
   let range = ranges.includes('1mo') ? '1mo' : ranges[0]!;
   let interval: string | undefined;
 
@@ -105,7 +109,9 @@ export async function renderCoin(main: HTMLElement, symbol: string, isCurrent: (
     timeScale: { timeVisible: true },
   });
   const candles = chart.addSeries(CandlestickSeries, { upColor: up, downColor: down, wickUpColor: up, wickDownColor: down, borderVisible: false });
-  const volume = chart.addSeries(HistogramSeries, { priceScaleId: 'volume', priceFormat: { type: 'volume' }, color: cssVar('--muted') });
+  // Volume bars sit under the candles on their own hidden scale: no value label or price line of
+  // theirs on the price axis, where they covered the price labels.
+  const volume = chart.addSeries(HistogramSeries, { priceScaleId: 'volume', priceFormat: { type: 'volume' }, color: cssVar('--muted'), lastValueVisible: false, priceLineVisible: false });
   chart.priceScale('volume').applyOptions({ scaleMargins: { top: 0.8, bottom: 0 } });
   candles.priceScale().applyOptions({ scaleMargins: { top: 0.05, bottom: 0.25 } });
 
@@ -116,12 +122,18 @@ export async function renderCoin(main: HTMLElement, symbol: string, isCurrent: (
     const iv = wanted !== undefined && plan.intervals.includes(wanted) ? wanted : undefined;
     const res = await coinHistory(symbol, currency, range, iv);
     if (!isCurrent()) return;
+    if (visitor && (res.plan.ranges.join() !== plan.ranges.join() || res.plan.intervals.join() !== plan.intervals.join())) {
+      plan = res.plan;
+      ranges = plan.ranges.length > 0 ? plan.ranges : ['1mo'];
+      ivSel.replaceChildren(h('option', { value: '' }, 'Auto'), ...plan.intervals.map((x) => h('option', { value: x }, x)));
+    }
     const c = res.coin;
     showQuote(c);
     const points = (c.historicalDataPrice ?? []).filter((p) => p.open !== null && p.high !== null && p.low !== null && p.close !== null);
     const lows = points.map((p) => p.low!).filter((x) => x > 0);
     const precision = pricePrecision(lows.length > 0 ? Math.min(...lows) : c.regularMarketPrice);
-    candles.applyOptions({ priceFormat: { type: 'price', precision, minMove: 10 ** -precision } });
+    // The price axis reads like the price above it (64,123.45; 0.00001789), not as bare digits.
+    candles.applyOptions({ priceFormat: { type: 'custom', minMove: 10 ** -precision, formatter: (x: number) => formatPrice(x) } });
     candles.setData(points.map((p) => ({ time: p.date as UTCTimestamp, open: p.open!, high: p.high!, low: p.low!, close: p.close! })));
     volume.setData(points.map((p) => ({ time: p.date as UTCTimestamp, value: p.volume ?? 0, color: (p.close ?? 0) >= (p.open ?? 0) ? `${up}66` : `${down}66` })));
     chart?.timeScale().fitContent();
@@ -147,6 +159,23 @@ export async function renderCoin(main: HTMLElement, symbol: string, isCurrent: (
   });
   await load();
   if (!isCurrent()) return;
+  if (visitor) {
+    // No stream for visitors: the public board (built once per snapshot) gives the live price.
+    poll = setInterval(() => {
+      if (document.hidden) return;
+      marketBoard(currency).then(
+        (b) => {
+          const row = b.coins.find((x) => x.symbol.toUpperCase() === symbol);
+          const shown = Number(price.dataset.price);
+          if (!isCurrent() || row === undefined || row.current_price === shown) return;
+          price.dataset.price = String(row.current_price);
+          price.replaceChildren(`${formatPrice(row.current_price)} ${currency} `, h('span', { class: (row.price_change_percentage_24h ?? 0) >= 0 ? 'up' : 'down' }, `${formatPercent(row.price_change_percentage_24h)} (24h)`));
+        },
+        () => undefined,
+      );
+    }, 5000);
+    return;
+  }
   live = new LivePrices(
     (coins) => {
       const c = coins.find((x) => x.coin === symbol);

@@ -1,5 +1,5 @@
 import './styles.css';
-import { ApiError, loadSession, post, rememberToken } from './api.js';
+import { ApiError, loadSession, post, rememberToken, setVisitor, watchDataSource } from './api.js';
 import { renderAccount } from './account-view.js';
 import { renderAuth } from './auth-view.js';
 import { leaveCoin, renderCoin } from './coin-view.js';
@@ -8,6 +8,14 @@ import { leaveMarket, renderMarket } from './market-view.js';
 
 const main = document.getElementById('main')!;
 const nav = document.getElementById('nav')!;
+const notice = document.getElementById('data-notice')!;
+const accountLink = document.getElementById('nav-account')!;
+const signout = document.getElementById('signout')!;
+
+// Every answer names its market source (X-Data-Source): simulated data is said so on every page.
+watchDataSource((source) => {
+  notice.hidden = source !== 'simulated';
+});
 
 /** Bumped by every navigation, so a slower earlier render never overwrites a newer page. */
 let generation = 0;
@@ -29,12 +37,17 @@ async function route(): Promise<void> {
   newPageStatus();
   const session = await loadSession();
   if (mine !== generation) return;
-  nav.hidden = !session.signedIn;
-  if (!session.signedIn) {
+  const page = pageOf(location.hash);
+  // A public market (QUOTES_PUBLIC_MARKET) shows the market and coin pages to visitors too.
+  const visiting = !session.signedIn && session.publicMarket === true && page.name !== 'account';
+  setVisitor(visiting);
+  nav.hidden = !session.signedIn && session.publicMarket !== true;
+  accountLink.textContent = session.signedIn ? 'Account' : 'Sign in';
+  signout.hidden = !session.signedIn;
+  if (!session.signedIn && !visiting) {
     renderAuth(main, () => navigate('#/account'));
     return;
   }
-  const page = pageOf(location.hash);
   const navName = page.name === 'coin' ? 'market' : page.name;
   for (const a of nav.querySelectorAll<HTMLAnchorElement>('a[data-route]')) {
     if (a.dataset.route === navName) a.setAttribute('aria-current', 'page');

@@ -1,4 +1,4 @@
-import { account, marketBoard, type MarketCoin, type QuoteCoin } from './api.js';
+import { account, isVisitor, marketBoard, type MarketBoard, type MarketCoin, type QuoteCoin } from './api.js';
 import { announce, h } from './dom.js';
 import { formatCompact, formatPercent, formatPrice } from './format.js';
 import { LivePrices } from './live.js';
@@ -36,11 +36,34 @@ export function preferredCurrency(): string {
 }
 
 let live: LivePrices | undefined;
+let poll: ReturnType<typeof setInterval> | undefined;
+
+/** Rows per page, as CoinGecko's market table. */
+const PAGE_ROWS = 100;
+/** How often a visitor's page (no stream) asks for the board again while it is visible. */
+const VISITOR_POLL_MS = 5000;
 
 /** Stops the live prices when leaving the page. */
 export function leaveMarket(): void {
   live?.stop();
   live = undefined;
+  if (poll !== undefined) clearInterval(poll);
+  poll = undefined;
+}
+
+/** The header above the table: /api/v3/global's totals in the page's currency. */
+function globalHeader(board: MarketBoard): HTMLElement {
+  const g = board.global;
+  const item = (id: string, label: string, value: string, extra?: HTMLElement): HTMLElement => h('div', { class: 'global-item', id }, h('span', { class: 'muted' }, label), h('strong', {}, value), extra);
+  const change = h('span', { class: g.marketCapChange24h >= 0 ? 'up' : 'down' }, ` ${formatPercent(g.marketCapChange24h)}`);
+  return h(
+    'section',
+    { class: 'global', id: 'global-header', 'aria-label': 'Market totals' },
+    item('global-cap', 'Market cap', `${formatCompact(g.totalMarketCap)} ${board.currency}`, change),
+    item('global-volume', '24h volume', `${formatCompact(g.totalVolume)} ${board.currency}`),
+    item('global-dominance', 'BTC dominance', g.btcDominance === null ? '—' : `${g.btcDominance.toFixed(1)}%`),
+    item('global-coins', 'Coins', String(g.coins)),
+  );
 }
 
 function pctCell(v: number | null, wide: boolean): HTMLTableCellElement {
@@ -54,17 +77,23 @@ function pctCell(v: number | null, wide: boolean): HTMLTableCellElement {
  */
 export async function renderMarket(main: HTMLElement, isCurrent: () => boolean = () => true): Promise<void> {
   leaveMarket();
-  const info = await account();
-  if (!isCurrent()) return;
-  if (!info.plan.crypto) {
-    main.replaceChildren(h('h1', {}, 'Market'), h('p', { class: 'card' }, `Your plan (${info.plan.name}) does not include cryptocurrency data.`));
-    return;
+  const visitor = isVisitor();
+  if (!visitor) {
+    const info = await account();
+    if (!isCurrent()) return;
+    if (!info.plan.crypto) {
+      main.replaceChildren(h('h1', {}, 'Market'), h('p', { class: 'card' }, `Your plan (${info.plan.name}) does not include cryptocurrency data.`));
+      return;
+    }
   }
   let currency = preferredCurrency();
+  // The first board of a fresh server reads a week of hourly candles per coin: say so meanwhile.
+  main.replaceChildren(h('h1', {}, 'Market'), h('p', { class: 'card muted', id: 'market-loading', 'aria-live': 'polite' }, 'Loading the market…'));
   let board = await marketBoard(currency);
   if (!isCurrent()) return;
-  // The stream follows the rows on screen, so a page holds at most the plan's coins per request.
-  const pageSize = Math.max(1, Math.min(20, info.plan.maxCoinsPerRequest));
+  // The stream follows the rows on screen (the server lets the market page follow a whole page).
+  const pageSize = PAGE_ROWS;
+  const header = h('div', { id: 'global-wrap' }, globalHeader(board));
   let sortKey: SortKey = 'rank';
   let ascending = true;
   let page = 0;
@@ -132,7 +161,7 @@ export async function renderMarket(main: HTMLElement, isCurrent: () => boolean =
       pctCell(change(c, '7d'), true),
       h('td', { class: 'wide cap' }, formatCompact(c.market_cap)),
       h('td', { class: 'wide vol' }, formatCompact(c.total_volume)),
-      h('td', { class: 'wide spark-col' }, sparkline(spark, `${sym} over the last 7 days`)),
+      h('td', { class: 'wide spark-col' }, sparkline(spark, `${sym} over the last 7 days`, change(c, '7d'))),
     );
   };
 
@@ -178,11 +207,41 @@ export async function renderMarket(main: HTMLElement, isCurrent: () => boolean =
     table.dataset.liveUpdates = String(liveCount);
   };
 
-  live = new LivePrices(applyQuotes, (state, detail) => {
-    liveState.textContent =
-      state === 'live' ? 'Live: prices update as the market moves.' : state === 'paused' ? 'Paused while this tab is hidden.' : state === 'reconnecting' ? 'Reconnecting…' : (detail ?? 'Live prices stopped.');
-    liveState.dataset.state = state;
-  });
+  /** A fresh board (a visitor's poll): rows whose price moved are redrawn and flash. */
+  const applyBoard = (next: MarketBoard): void => {
+    const before = new Map(board.coins.map((c) => [c.id, c.current_price]));
+    board = next;
+    header.replaceChildren(globalHeader(board));
+    for (const c of board.coins) {
+      const tr = tbody.querySelector<HTMLTableRowElement>(`tr[data-coin="${c.symbol.toUpperCase()}"]`);
+      if (tr === null) continue;
+      const fresh = rowOf(c);
+      if (before.get(c.id) !== c.current_price) fresh.classList.add('flash');
+      tr.replaceWith(fresh);
+    }
+    liveCount++;
+    table.dataset.liveUpdates = String(liveCount);
+  };
+
+  if (visitor) {
+    liveState.textContent = 'Live: the table refreshes every few seconds while this tab is visible.';
+    liveState.dataset.state = 'live';
+    poll = setInterval(() => {
+      if (document.hidden) return;
+      marketBoard(currency).then(
+        (b) => {
+          if (isCurrent() && b.currency === currency) applyBoard(b);
+        },
+        () => undefined,
+      );
+    }, VISITOR_POLL_MS);
+  } else {
+    live = new LivePrices(applyQuotes, (state, detail) => {
+      liveState.textContent =
+        state === 'live' ? 'Live: prices update as the market moves.' : state === 'paused' ? 'Paused while this tab is hidden.' : state === 'reconnecting' ? 'Reconnecting…' : (detail ?? 'Live prices stopped.');
+      liveState.dataset.state = state;
+    });
+  }
 
   search.addEventListener('input', () => {
     query = search.value;
@@ -196,6 +255,7 @@ export async function renderMarket(main: HTMLElement, isCurrent: () => boolean =
       (b) => {
         currency = next;
         board = b;
+        header.replaceChildren(globalHeader(board));
         draw();
       },
       (err: unknown) => announce(err instanceof Error ? err.message : String(err), true),
@@ -204,6 +264,7 @@ export async function renderMarket(main: HTMLElement, isCurrent: () => boolean =
 
   main.replaceChildren(
     h('h1', {}, 'Market'),
+    header,
     h(
       'section',
       { class: 'card', 'aria-labelledby': 'board-title' },
