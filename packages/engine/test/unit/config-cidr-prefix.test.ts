@@ -83,6 +83,22 @@ descriptors:
     assert.equal(nameOf(rules, 'x', 'team'), undefined);
   });
 
+  test('a value written exactly as the block or `<prefix>*` of a rule matches that rule (as an exact value would); a block or prefix is listed once', () => {
+    assert.equal(nameOf(rules, '10.0.0.0/8'), 'ten');
+    assert.equal(nameOf(rules, '2001:db8::/32'), 'doc6');
+    assert.equal(nameOf(rules, '10.1.0.0/16'), 'ten-one');
+    assert.equal(nameOf(rules, '10.0.0.0/9'), 'valueless', 'no such block: not an address either');
+    assert.equal(nameOf(rules, 'team-red-*', 'team'), 'red');
+    assert.equal(nameOf(rules, 'team-*', 'team'), 'team');
+    assert.equal(rules.dump().split('\n').filter((l) => l.startsWith('d.remote_address_10.0.0.0/8:')).length, 1);
+    const index = new ValueIndex<number>();
+    for (const [text, fresh] of [['10.0.0.0/8', true], ['10.0.0.0/8', false], ['10.0.0.0/9', true], ['10.0.0.0/26', true], ['10.0.0.0/26', false], ['0.0.0.0/0', true], ['0.0.0.0/0', false], ['::/0', true], ['2001:db8::/33', true], ['2001:db8::/33', false]] as const) {
+      assert.equal(index.addCidr(parseCidr(text) as never, 0), fresh, text);
+    }
+    assert.equal(index.addPrefix('team-', 1), true);
+    assert.equal(index.addPrefix('team-', 1), false);
+  });
+
   test('paths, /rlconfig and statistics use the canonical block and `<prefix>*`; counters are per value unless share_threshold', () => {
     assert.match(rules.dump(), /^d\.remote_address_10\.0\.0\.0\/8: unit=SECOND/m);
     assert.match(rules.dump(), /^d\.remote_address_2001:db8::\/32: unit=SECOND/m);
@@ -127,6 +143,9 @@ descriptors:
       /duplicate descriptor composite key 'd\.k_10\.0\.0\.0\/8'/,
       'the same block written twice is a duplicate',
     );
+    for (const [a, b] of [['value: "10.0.0.0/8"', 'cidr: 10.0.0.0/8'], ['cidr: 10.0.0.0/8', 'value: "10.0.0.0/8"'], ['value: "team-*"', 'prefix: "team-"'], ['prefix: "team-"', 'value: "team-*"']]) {
+      assert.throws(() => load(`domain: d\ndescriptors:\n  - {key: k, ${a}}\n  - {key: k, ${b}}\n`), /duplicate descriptor composite key 'd\.k_(10\.0\.0\.0\/8|team-\*)'/, `${a} beside ${b}`);
+    }
   });
 
   test('xDS: RateLimitDescriptor.cidr (1004) and .prefix (1005)', () => {
