@@ -430,7 +430,7 @@ export function loadRuleSet(sources: readonly RuleSource[], opts: LoadOptions): 
       return undefined;
     });
   }
-  return builder.ruleSet;
+  return builder.finish();
 }
 
 /** Rule sources whose content is already decoded (xDS resources): one domain spec per source. */
@@ -452,7 +452,7 @@ export function loadRuleSetFromSpecs(sources: readonly DecodedRuleSource[], opts
       throw new ConfigError(`${source.name}: ${message}`);
     }, '');
   }
-  return builder.ruleSet;
+  return builder.finish();
 }
 
 class RuleSetBuilder {
@@ -465,6 +465,16 @@ class RuleSetBuilder {
   /** Name of the source being added (for RuleSet.algorithms). */
   sourceName = '';
 
+  /** The cidr/prefix indexes built, to trim once every rule is in. */
+  private readonly indexes: ValueIndex<RuleNode>[] = [];
+
+  /** The rule set, its indexes trimmed to what they hold (no rule is added after this). */
+  finish(): RuleSet {
+    for (const index of this.indexes) index.trim();
+    this.indexes.length = 0;
+    return this.ruleSet;
+  }
+
   add(spec: DomainSpec, fail: (message: string) => never, where: string): void {
     if (spec.domain === '') fail('config file cannot have empty domain' + where);
     let root = this.domains.get(spec.domain);
@@ -475,7 +485,11 @@ class RuleSetBuilder {
     }
     addDescriptors(root, root, spec.descriptors, spec.domain + '.', fail, this.ruleSet.statsFactory, (algorithm, path) =>
       this.ruleSet.noteAlgorithm(algorithm, `${this.sourceName}: descriptor '${path}'`),
-    this.shared);
+    this.shared, () => {
+      const index = new ValueIndex<RuleNode>();
+      this.indexes.push(index);
+      return index;
+    });
   }
 
   /** Texts and current_limit objects the rules of this load share (dropped with the builder). */
@@ -491,6 +505,7 @@ function addDescriptors(
   statsFor: (key: string, group?: string) => RuleStats,
   noteAlgorithm: (algorithm: Algorithm, path: string) => void,
   shared: RuleInterner,
+  newIndex: () => ValueIndex<RuleNode>,
 ): void {
   specs.forEach((d, index) => {
     // Decoded sources (xDS) have no lines: line 0 leaves the position out.
@@ -550,11 +565,11 @@ function addDescriptors(
       valueMatch,
     );
     if (d.detailedMetric || d.valueToMetric || d.shareThreshold) root.dynamic = true;
-    addDescriptors(root, node, d.descriptors, path + '.', fail, statsFor, noteAlgorithm, shared);
+    addDescriptors(root, node, d.descriptors, path + '.', fail, statsFor, noteAlgorithm, shared, newIndex);
     if (valueMatch === undefined) {
       parent.addChild(node);
     } else {
-      const byKey = parent.addStructured(node, () => new ValueIndex<RuleNode>());
+      const byKey = parent.addStructured(node, newIndex);
       // Distinct composites are distinct blocks and prefixes (the composite holds the canonical text).
       if (cidr !== undefined && typeof cidr !== 'string') byKey.addCidr(cidr, node);
       else byKey.addPrefix(d.prefix!, node);

@@ -95,6 +95,13 @@ class NibbleTrie {
     return best;
   }
 
+  /** Drops the room kept for more nodes (capacity doubles as blocks are added). */
+  trim(): void {
+    if (this.size * 32 === this.cells.length) return;
+    this.cells = this.cells.slice(0, this.size * 32);
+    this.lens = this.lens.slice(0, this.size * 16);
+  }
+
   private newNode(): number {
     if (this.size * 32 === this.cells.length) {
       const cells = NibbleTrie.fresh(this.size * 2);
@@ -191,6 +198,12 @@ export class ValueIndex<T> {
     if (!trie.insert(cidr.words, cidr.bits, this.targets.length)) return false;
     this.targets.push(target);
     return true;
+  }
+
+  /** Gives back the memory kept for growth; adding after this still works (the tries grow again). */
+  trim(): void {
+    this.v4?.trim();
+    this.v6?.trim();
   }
 
   /** Adds a prefix; false when it is already present. */

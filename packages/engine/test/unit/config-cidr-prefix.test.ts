@@ -97,6 +97,16 @@ descriptors:
     }
     assert.equal(index.addPrefix('team-', 1), true);
     assert.equal(index.addPrefix('team-', 1), false);
+    // Trimmed to size after a load; still correct, and still growing if added to.
+    const grown = new ValueIndex<string>();
+    for (let i = 0; i < 300; i++) grown.addCidr(parseCidr(`10.${i >> 8}.${i & 255}.0/24`) as never, `a${i}`);
+    grown.trim();
+    assert.equal(grown.lookup('10.0.7.9'), 'a7');
+    for (let i = 300; i < 600; i++) grown.addCidr(parseCidr(`10.${i >> 8}.${i & 255}.0/24`) as never, `a${i}`);
+    grown.trim();
+    assert.equal(grown.lookup('10.2.1.1'), 'a513');
+    assert.equal(grown.lookup('10.0.7.9'), 'a7');
+    assert.equal(grown.lookup('10.3.0.1'), undefined);
   });
 
   test('paths, /rlconfig and statistics use the canonical block and `<prefix>*`; counters are per value unless share_threshold', () => {
