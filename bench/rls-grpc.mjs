@@ -172,3 +172,20 @@ for (const alg of ['ours/redis sliding', 'ours/redis bucket', 'ours/redis two li
     console.log(`${alg} vs ours/redis by CPU per request (service + Redis + h2load): ${fmt(cpuTotal('ours/redis') / cpuTotal(alg), 2)}×`);
   }
 }
+// The same per round (each round's two runs are seconds apart, so a busy spell mostly hits both): the
+// median of the per-round ratios of CPU per request, with every round's ratio for the spread.
+const roundCpu = (r) => r.cpuUsPerReq + r.redisUsPerReq + r.clientUsPerReq;
+const cpuRatio = (a, b, get) => {
+  if (!by[a] || !by[b] || ROUNDS === 1) return undefined;
+  const each = by[a].rounds.map((r, i) => get(by[b].rounds[i]) / get(r));
+  return `${fmt(median(each), 2)}× median of rounds (rounds: ${each.map((x) => fmt(x, 2)).join(', ')})`;
+};
+for (const [a, b, what] of [
+  ['ours/redis two limits', 'ours/redis', 'target ≥ 0.8×'],
+  ['ours/redis', 'baseline/redis', 'target 0.95–1.05×'],
+]) {
+  const total = cpuRatio(a, b, roundCpu);
+  if (total === undefined) continue;
+  console.log(`${a} vs ${b}, per-round CPU per request (service + Redis + h2load): ${total}  (${what})`);
+  console.log(`${a} vs ${b}, per-round service CPU per request only: ${cpuRatio(a, b, (r) => r.cpuUsPerReq)}`);
+}

@@ -99,12 +99,27 @@ function slotsOf(matches: readonly (LimitMatch | undefined)[], addends: readonly
   const out: Slots = { matches: [], owner: [], addends: [] };
   for (let i = 0; i < matches.length; i++) {
     const m = matches[i];
-    for (const g of m?.group ?? [m]) {
-      out.matches.push(g);
+    const group = m?.group;
+    if (group === undefined) {
+      out.matches.push(m);
+      out.owner.push(i);
+      out.addends.push(addends[i]!);
+      continue;
+    }
+    for (let g = 0; g < group.length; g++) {
+      out.matches.push(group[g]);
       out.owner.push(i);
       out.addends.push(addends[i]!);
     }
   }
+  return out;
+}
+
+/** `names` added to `set` (created when there is a first name). */
+function addReplaces(set: Set<string> | undefined, names: readonly string[]): Set<string> | undefined {
+  if (names.length === 0) return set;
+  const out = set ?? new Set<string>();
+  for (let i = 0; i < names.length; i++) out.add(names[i]!);
   return out;
 }
 
@@ -345,10 +360,12 @@ export class RateLimitService {
     const descriptors = req.descriptors;
     const n = descriptors.length;
     const matches = new Array<LimitMatch | undefined>(n);
-    const unlimited = new Array<boolean>(n).fill(false);
+    // Filled in the loop: Array.prototype.fill costs more than the loop itself here.
+    const unlimited = new Array<boolean>(n);
     let replaced: Set<string> | undefined;
     let grouped = false;
     for (let i = 0; i < n; i++) {
+      unlimited[i] = false;
       const m = rules.getLimit(req.domain, descriptors[i]!);
       if (m === undefined) continue;
       const limit = m.limit;
@@ -359,11 +376,12 @@ export class RateLimitService {
           `descriptor ${i}: rate limit override has invalid unit ${limit.unit} (${unitName(limit.unit)}); expected 1..7`,
         );
       }
-      if (m.group !== undefined) {
+      const group = m.group;
+      if (group !== undefined) {
         grouped = true;
-        for (const g of m.group) for (const name of g.limit.replaces) (replaced ??= new Set()).add(name);
+        for (let g = 0; g < group.length; g++) replaced = addReplaces(replaced, group[g]!.limit.replaces);
       } else {
-        for (const name of limit.replaces) (replaced ??= new Set()).add(name);
+        replaced = addReplaces(replaced, limit.replaces);
       }
       if (limit.unlimited) unlimited[i] = true;
       else matches[i] = m;

@@ -11,39 +11,34 @@ export type IpVersion = 4 | 6;
 
 /**
  * Parses `text` as an IPv4 address; the address as an unsigned 32-bit number, or -1. `from`/`to`
- * bound the part of the string to read (defaults: all of it).
+ * bound the part of the string to read (defaults: all of it). One pass, one comparison chain per
+ * character: it runs for every request value of a key with `cidr:` rules.
  */
 export function parseIpv4(text: string, from = 0, to = text.length): number {
   let addr = 0;
-  let parts = 0;
-  let i = from;
-  while (parts < 4) {
-    const start = i;
-    let part = 0;
-    while (i < to) {
-      const c = text.charCodeAt(i);
-      if (c < 48 || c > 57) break;
-      part = part * 10 + (c - 48);
-      i++;
-      if (i - start > 3) return -1;
-    }
-    const len = i - start;
-    if (len === 0 || part > 255 || (len > 1 && text.charCodeAt(start) === 48)) return -1;
-    addr = addr * 256 + part;
-    parts++;
-    if (parts < 4) {
-      if (i >= to || text.charCodeAt(i) !== 46) return -1;
-      i++;
+  let part = 0;
+  let digits = 0;
+  let dots = 0;
+  for (let i = from; i < to; i++) {
+    const d = text.charCodeAt(i) - 48;
+    if (d >= 0 && d <= 9) {
+      // A second digit after a leading 0 (`01`) is not an address; nor are four digits.
+      if (digits !== 0 && part === 0) return -1;
+      if (++digits > 3) return -1;
+      part = part * 10 + d;
+    } else if (d === -2) {
+      // '.' (46 - 48)
+      if (digits === 0 || part > 255 || dots === 3) return -1;
+      addr = addr * 256 + part;
+      part = 0;
+      digits = 0;
+      dots++;
+    } else {
+      return -1;
     }
   }
-  return i === to ? addr : -1;
-}
-
-function hexValue(c: number): number {
-  if (c >= 48 && c <= 57) return c - 48;
-  if (c >= 97 && c <= 102) return c - 87;
-  if (c >= 65 && c <= 70) return c - 55;
-  return -1;
+  if (dots !== 3 || digits === 0 || part > 255) return -1;
+  return addr * 256 + part;
 }
 
 /**
@@ -61,58 +56,62 @@ export function parseIpv6(text: string, out: Uint32Array, from = 0, to = text.le
     if (text.charCodeAt(i + 1) !== 58) return false;
     gap = 0;
     i += 2;
-    if (i === to) return fill(groups, n, gap, out);
+    if (i === to) return assemble(groups, n, gap, out);
   }
   for (;;) {
     if (n === 8) return false;
     const start = i;
     let v = 0;
-    while (i < to && i - start < 5) {
-      const h = hexValue(text.charCodeAt(i));
-      if (h < 0) break;
-      v = v * 16 + h;
-      i++;
+    let c = 0;
+    for (; i < to; i++) {
+      c = text.charCodeAt(i);
+      let h = c - 48;
+      if (h < 0 || h > 9) {
+        // a-f and A-F alike (| 32 lower-cases a letter).
+        h = (c | 32) - 87;
+        if (h < 10 || h > 15) break;
+      }
+      if (i - start === 4) return false;
+      v = (v << 4) | h;
     }
-    const len = i - start;
-    if (len === 0 || len > 4) return false;
-    if (i < to && text.charCodeAt(i) === 46) {
+    if (i === start) return false;
+    if (i < to && c === 46) {
       // An embedded IPv4 address ends the text and takes two groups.
       if (n > 6) return false;
       const v4 = parseIpv4(text, start, to);
       if (v4 < 0) return false;
       groups[n++] = v4 >>> 16;
       groups[n++] = v4 & 0xffff;
-      return fill(groups, n, gap, out);
+      return assemble(groups, n, gap, out);
     }
     groups[n++] = v;
-    if (i === to) return fill(groups, n, gap, out);
-    if (text.charCodeAt(i) !== 58) return false;
+    if (i === to) return assemble(groups, n, gap, out);
+    if (c !== 58) return false;
     i++;
     if (i < to && text.charCodeAt(i) === 58) {
       if (gap >= 0) return false;
       gap = n;
       i++;
-      if (i === to) return fill(groups, n, gap, out);
+      if (i === to) return assemble(groups, n, gap, out);
     } else if (i === to) {
       return false;
     }
   }
 }
 
-const SCRATCH_GROUPS = new Uint16Array(8);
-const SCRATCH_ALL = new Uint16Array(8);
+const SCRATCH_GROUPS = new Int32Array(8);
 
-function fill(groups: Uint16Array, n: number, gap: number, out: Uint32Array): boolean {
+/** The words of `n` groups with the `::` at `gap` (-1: none): groups after the gap move to the end, zeros between. */
+function assemble(groups: Int32Array, n: number, gap: number, out: Uint32Array): boolean {
   if (gap < 0 ? n !== 8 : n > 7) return false;
-  const all = SCRATCH_ALL;
-  all.fill(0);
-  if (gap < 0) for (let k = 0; k < 8; k++) all[k] = groups[k]!;
-  else {
-    for (let k = 0; k < gap; k++) all[k] = groups[k]!;
-    const tail = n - gap;
-    for (let k = 0; k < tail; k++) all[8 - tail + k] = groups[gap + k]!;
+  const shift = gap < 0 ? 0 : 8 - n;
+  for (let w = 0; w < 4; w++) {
+    const a = 2 * w;
+    const b = a + 1;
+    const ga = gap < 0 || a < gap ? groups[a]! : a < gap + shift ? 0 : groups[a - shift]!;
+    const gb = gap < 0 || b < gap ? groups[b]! : b < gap + shift ? 0 : groups[b - shift]!;
+    out[w] = ((ga << 16) | gb) >>> 0;
   }
-  for (let w = 0; w < 4; w++) out[w] = ((all[2 * w]! << 16) | all[2 * w + 1]!) >>> 0;
   return true;
 }
 
@@ -161,13 +160,14 @@ export function parseCidr(text: string): Cidr | string {
     const base = [...words].map((word, w) => (word & mask[w]!) >>> 0);
     return `cidr '${text}' has host bits set; the block is ${formatIpv6(base)}/${bits}`;
   }
-  return { version: 6, words: [...words], bits, text: `${formatIpv6([...words])}/${bits}` };
+  // Joined (not concatenated): rules keep this text, and a join is one flat string, not a chain.
+  return { version: 6, words: [...words], bits, text: [formatIpv6([...words]), bits].join('/') };
 }
 
 function v4Block(text: string, addr: number, bits: number): Cidr | string {
   const mask = maskWord(bits);
   if ((addr & ~mask) >>> 0 !== 0) return `cidr '${text}' has host bits set; the block is ${formatIpv4((addr & mask) >>> 0)}/${bits}`;
-  return { version: 4, words: [addr], bits, text: `${formatIpv4(addr)}/${bits}` };
+  return { version: 4, words: [addr], bits, text: [formatIpv4(addr), bits].join('/') };
 }
 
 /** The mask of the first `bits` bits of a 32-bit word (`bits` may be ≤ 0 or ≥ 32). */

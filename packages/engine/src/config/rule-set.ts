@@ -8,7 +8,7 @@ import { StatsStore, type Counter } from '../stats/stats-store.js';
 import { decodeRuleDocument, RuleFileError, type DescriptorSpec, type DomainSpec, type RateLimitSpec } from './rule-file.js';
 import { RuleStatsCache, type RuleStats } from './rule-stats.js';
 import { parseCidr } from './ip-address.js';
-import { DomainNode, emissionMicros, keyTailOf, NO_REPLACES, policyParamsOf, RateLimitRule, RuleNode, type Limit, type LimitMatch } from './rule-tree.js';
+import { DomainNode, emissionMicros, keyTailOf, mayBeStructuredValue, NO_REPLACES, policyParamsOf, RateLimitRule, RuleInterner, RuleNode, type Limit, type LimitMatch } from './rule-tree.js';
 import { parseUnitName, unitName } from './units.js';
 import { ValueIndex } from './value-index.js';
 import { compileWildcard, hasWildcard } from './wildcard.js';
@@ -134,8 +134,12 @@ export class RuleSet {
         // Extension: the longest cidr / prefix rule of this key, before wildcards (docs: precedence).
         const structured = level.structured;
         if (structured !== undefined) {
-          node = structured.get(e.key)?.lookup(e.value);
-          kind = STRUCTURED;
+          // A value written exactly as a rule's cidr/prefix composite matches it as an exact value.
+          if (mayBeStructuredValue(e.value)) node = structured.byComposite.get(kv);
+          if (node === undefined) {
+            node = structured.byKey.get(e.key)?.lookup(e.value);
+            kind = STRUCTURED;
+          }
         }
         if (node === undefined) {
           for (const w of level.wildcards) {
@@ -213,7 +217,7 @@ export class RuleSet {
     for (let i = 0; i < n; i++) {
       const e = entries[i]!;
       const kv = e.key + '_' + e.value;
-      let node = level.children.get(kv) ?? level.structured?.get(e.key)?.lookup(e.value);
+      let node = level.children.get(kv) ?? structuredMatch(level, e, kv);
       if (node === undefined) {
         for (const w of level.wildcards) {
           if (w.matcher!(kv)) {
@@ -249,7 +253,7 @@ export class RuleSet {
       let shared = false;
       let node = level.children.get(kv);
       if (node === undefined) {
-        node = level.structured?.get(e.key)?.lookup(e.value);
+        node = structuredMatch(level, e, kv);
         if (node === undefined) {
           for (const w of level.wildcards) {
             if (w.matcher!(kv)) {
@@ -328,8 +332,8 @@ export class RuleSet {
   dump(): string {
     let out = '';
     const visit = (node: RuleNode): void => {
-      for (const composite of [...node.children.keys()].sort()) {
-        const child = node.children.get(composite)!;
+      for (const composite of node.sortedComposites()) {
+        const child = node.childByComposite(composite)!;
         for (const r of limitsOf(child)) {
           const unit = r.unlimited ? 'UNKNOWN' : unitName(r.unit);
           out += `${r.fullKey}: unit=${unit} requests_per_unit=${r.requestsPerUnit}, shadow_mode: ${String(r.shadowMode)}, quota_mode: ${String(r.quotaMode)}${algorithmText(r)}\n`;
@@ -346,8 +350,8 @@ export class RuleSet {
     return this.domains().map((domain) => {
       const descriptors: RuleSummary[] = [];
       const visit = (node: RuleNode): void => {
-        for (const composite of [...node.children.keys()].sort()) {
-          const child = node.children.get(composite)!;
+        for (const composite of node.sortedComposites()) {
+          const child = node.childByComposite(composite)!;
           const limits = limitsOf(child);
           for (const r of limits.length === 0 ? [undefined] : limits) {
             descriptors.push({
@@ -369,6 +373,13 @@ export class RuleSet {
       return { domain, descriptors };
     });
   }
+}
+
+/** The cidr:/prefix: child a value matches: written exactly as its composite, else the longest block or prefix. */
+function structuredMatch(level: RuleNode, e: DescriptorEntry, kv: string): RuleNode | undefined {
+  const structured = level.structured;
+  if (structured === undefined) return undefined;
+  return (mayBeStructuredValue(e.value) ? structured.byComposite.get(kv) : undefined) ?? structured.byKey.get(e.key)?.lookup(e.value);
 }
 
 /** Every limit of a node: one, the entries of its `rate_limits` list, or none. */
@@ -419,7 +430,7 @@ export function loadRuleSet(sources: readonly RuleSource[], opts: LoadOptions): 
       return undefined;
     });
   }
-  return builder.ruleSet;
+  return builder.finish();
 }
 
 /** Rule sources whose content is already decoded (xDS resources): one domain spec per source. */
@@ -441,7 +452,7 @@ export function loadRuleSetFromSpecs(sources: readonly DecodedRuleSource[], opts
       throw new ConfigError(`${source.name}: ${message}`);
     }, '');
   }
-  return builder.ruleSet;
+  return builder.finish();
 }
 
 class RuleSetBuilder {
@@ -454,6 +465,16 @@ class RuleSetBuilder {
   /** Name of the source being added (for RuleSet.algorithms). */
   sourceName = '';
 
+  /** The cidr/prefix indexes built, to trim once every rule is in. */
+  private readonly indexes: ValueIndex<RuleNode>[] = [];
+
+  /** The rule set, its indexes trimmed to what they hold (no rule is added after this). */
+  finish(): RuleSet {
+    for (const index of this.indexes) index.trim();
+    this.indexes.length = 0;
+    return this.ruleSet;
+  }
+
   add(spec: DomainSpec, fail: (message: string) => never, where: string): void {
     if (spec.domain === '') fail('config file cannot have empty domain' + where);
     let root = this.domains.get(spec.domain);
@@ -464,8 +485,15 @@ class RuleSetBuilder {
     }
     addDescriptors(root, root, spec.descriptors, spec.domain + '.', fail, this.ruleSet.statsFactory, (algorithm, path) =>
       this.ruleSet.noteAlgorithm(algorithm, `${this.sourceName}: descriptor '${path}'`),
-    );
+    this.shared, () => {
+      const index = new ValueIndex<RuleNode>();
+      this.indexes.push(index);
+      return index;
+    });
   }
+
+  /** Texts and current_limit objects the rules of this load share (dropped with the builder). */
+  private readonly shared = new RuleInterner();
 }
 
 function addDescriptors(
@@ -476,6 +504,8 @@ function addDescriptors(
   fail: (message: string) => never,
   statsFor: (key: string, group?: string) => RuleStats,
   noteAlgorithm: (algorithm: Algorithm, path: string) => void,
+  shared: RuleInterner,
+  newIndex: () => ValueIndex<RuleNode>,
 ): void {
   specs.forEach((d, index) => {
     // Decoded sources (xDS) have no lines: line 0 leaves the position out.
@@ -483,7 +513,8 @@ function addDescriptors(
     const at = (path: string): string => ` (descriptor '${path}'${line})`;
     if (d.key === '') fail(`descriptor has empty key (descriptor #${index + 1} under '${parentPath.slice(0, -1)}'${line})`);
     const valueMatch = d.cidr !== undefined ? 'cidr' : d.prefix !== undefined ? 'prefix' : undefined;
-    let value = d.value;
+    const key = shared.text(d.key);
+    let value = shared.text(d.value);
     let cidr: ReturnType<typeof parseCidr> | undefined;
     if (valueMatch !== undefined) {
       // Extension (docs/ratelimit.md, "Matching by CIDR and prefix"); xDS can carry value and cidr together.
@@ -496,12 +527,13 @@ function addDescriptors(
         value = cidr.text;
       } else {
         if (d.prefix === '') fail("prefix must not be empty (a descriptor without value matches every value)" + where);
-        value = `${d.prefix!}*`;
+        value = [d.prefix!, '*'].join('');
       }
     }
-    const composite = value === '' ? d.key : d.key + '_' + value;
-    const path = parentPath + composite;
-    if (parent.children.has(composite)) fail(`duplicate descriptor composite key '${path}'`);
+    // Kept by the rule: built by joining, so each is one flat string (not a chain of concatenations).
+    const composite = value === '' ? key : [key, value].join('_');
+    const path = [parentPath, composite].join('');
+    if (parent.hasComposite(composite)) fail(`duplicate descriptor composite key '${path}'`);
 
     const metadata = d.metadata === undefined ? undefined : deepFreeze(d.metadata);
     let rule: RateLimitRule | undefined;
@@ -521,7 +553,7 @@ function addDescriptors(
       fail(`share_threshold can only be used with wildcard values (containing '*'), but found key '${composite}'`);
     }
     const node = new RuleNode(
-      d.key,
+      key,
       value,
       composite,
       path,
@@ -533,13 +565,11 @@ function addDescriptors(
       valueMatch,
     );
     if (d.detailedMetric || d.valueToMetric || d.shareThreshold) root.dynamic = true;
-    addDescriptors(root, node, d.descriptors, path + '.', fail, statsFor, noteAlgorithm);
-    parent.children.set(composite, node);
-    if (wildcard) parent.wildcards.push(node);
-    if (valueMatch !== undefined) {
-      const indexes = (parent.structured ??= new Map<string, ValueIndex<RuleNode>>());
-      let byKey = indexes.get(d.key);
-      if (byKey === undefined) indexes.set(d.key, (byKey = new ValueIndex<RuleNode>()));
+    addDescriptors(root, node, d.descriptors, path + '.', fail, statsFor, noteAlgorithm, shared, newIndex);
+    if (valueMatch === undefined) {
+      parent.addChild(node);
+    } else {
+      const byKey = parent.addStructured(node, newIndex);
       // Distinct composites are distinct blocks and prefixes (the composite holds the canonical text).
       if (cidr !== undefined && typeof cidr !== 'string') byKey.addCidr(cidr, node);
       else byKey.addPrefix(d.prefix!, node);
@@ -572,18 +602,19 @@ function addDescriptors(
     return new RateLimitRule(
       rl.requestsPerUnit,
       unit,
-      rl.name,
+      shared.text(rl.name),
       rl.unlimited,
       d.shadowMode,
       d.quotaMode,
-      rl.replaces.length === 0 ? NO_REPLACES : Object.freeze(rl.replaces.map((r) => r.name)),
+      rl.replaces.length === 0 ? NO_REPLACES : Object.freeze(rl.replaces.map((r) => shared.text(r.name))),
       metadata,
-      path + statsSuffix,
+      statsSuffix === '' ? path : [path, statsSuffix].join(''),
       statsFor,
       algorithm,
       burst,
       unitMultiplier,
       statsSuffix,
+      shared,
     );
   }
 

@@ -112,6 +112,43 @@ export interface LimitMatch {
 
 export const NO_REPLACES: readonly string[] = Object.freeze([]);
 
+/**
+ * What rules of one load share instead of holding copies (a list of 100,000 `cidr:` rules with one
+ * limit is 100,000 rules that differ only in their block): equal texts as one flat string, and one
+ * frozen `current_limit` per (requests, unit, name). The texts the parser hands over are often
+ * slices of the whole rule file or chains of concatenations; a kept rule holds neither.
+ */
+export class RuleInterner {
+  private readonly texts = new Map<string, string>();
+  private readonly limits = new Map<string, Readonly<CurrentLimit>>();
+
+  /** The shared flat copy of `text`. */
+  text(text: string): string {
+    if (text.length < 2) return text;
+    let t = this.texts.get(text);
+    if (t === undefined) {
+      t = flatCopy(text);
+      this.texts.set(t, t);
+    }
+    return t;
+  }
+
+  currentLimit(requestsPerUnit: number, unit: number, name: string): Readonly<CurrentLimit> {
+    const key = `${requestsPerUnit}/${unit}/${name}`;
+    let l = this.limits.get(key);
+    if (l === undefined) this.limits.set(key, (l = Object.freeze({ requestsPerUnit, unit, name: this.text(name) })));
+    return l;
+  }
+}
+
+/**
+ * A flat string equal to `text` that shares no storage with it: joining two or more parts builds a
+ * new flat string (a single part, or `+`, would give back the original or a chain of it).
+ */
+export function flatCopy(text: string): string {
+  return text.length < 2 ? text : [text.slice(0, 1), text.slice(1)].join('');
+}
+
 export class RateLimitRule implements Limit {
   readonly windowSeconds: number;
   readonly isOverride = false;
@@ -144,15 +181,20 @@ export class RateLimitRule implements Limit {
      * are `<path>.<name or index>`), '' otherwise. Entries and multiplied windows get tagged keys.
      */
     readonly statsSuffix = '',
+    /** The load's shared texts and current_limit objects (none: each rule its own). */
+    shared?: RuleInterner,
   ) {
     this.windowSeconds = unlimited ? 0 : unitDivider(unit) * unitMultiplier;
-    this.currentLimit = Object.freeze({ requestsPerUnit, unit, name });
+    this.currentLimit = shared?.currentLimit(requestsPerUnit, unit, name) ?? Object.freeze({ requestsPerUnit, unit, name });
     const bucket = algorithm === 'token_bucket' && this.windowSeconds > 0 && requestsPerUnit > 0;
     this.emissionUs = bucket ? emissionMicros(this.windowSeconds, requestsPerUnit) : 0;
     this.toleranceUs = bucket ? burst * this.emissionUs : 0;
-    this.keyTail = keyTailOf(algorithm, this.windowSeconds, requestsPerUnit, unitMultiplier !== 1 || statsSuffix !== '');
-    this.policyParams = policyParamsOf(algorithm, requestsPerUnit, this.windowSeconds, burst, this.emissionUs);
-    this.policyName = name === '' ? '' : sfString(name);
+    const keyTail = keyTailOf(algorithm, this.windowSeconds, requestsPerUnit, unitMultiplier !== 1 || statsSuffix !== '');
+    const policyParams = policyParamsOf(algorithm, requestsPerUnit, this.windowSeconds, burst, this.emissionUs);
+    const policyName = name === '' ? '' : sfString(name);
+    this.keyTail = shared?.text(keyTail) ?? keyTail;
+    this.policyParams = shared?.text(policyParams) ?? policyParams;
+    this.policyName = shared?.text(policyName) ?? policyName;
     this.path = statsSuffix === '' ? fullKey : fullKey.slice(0, fullKey.length - statsSuffix.length);
   }
 
@@ -185,13 +227,44 @@ export class RateLimitRule implements Limit {
   }
 }
 
+/** The children of a leaf (most nodes are leaves): one shared empty map instead of one map per node. */
+const NO_CHILDREN: ReadonlyMap<string, RuleNode> = new Map<string, RuleNode>();
+const NO_WILDCARDS: readonly RuleNode[] = Object.freeze([]);
+
+/**
+ * The `cidr:` and `prefix:` children of a node, kept apart from the exact ones: a lookup of an
+ * exact value then probes a map of the exact children only, however many blocks a list holds.
+ */
+export interface StructuredChildren {
+  /**
+   * By composite (`key_10.0.0.0/8`, `key_team-*`): for duplicates, the listings, and a request
+   * value written exactly like one of them, which matches that rule as an exact value does.
+   */
+  readonly byComposite: Map<string, RuleNode>;
+  /** By descriptor key: the index that finds the longest block or prefix. */
+  readonly byKey: Map<string, ValueIndex<RuleNode>>;
+}
+
+/**
+ * True when `key_value` could be the composite of a cidr: or prefix: rule, judged on the request's
+ * value alone: a block's composite ends in `/<digits>` and a prefix's in `*`, and since the key and
+ * the value are joined by the last `_` before that tail (a block or a `*` has none after it), a
+ * value that could complete such a composite has the `/` or ends in the `*` itself.
+ */
+export function mayBeStructuredValue(value: string): boolean {
+  return value.charCodeAt(value.length - 1) === 42 || value.indexOf('/') >= 0;
+}
+
 export class RuleNode {
-  /** Exact children by composite `key` or `key_value` (wildcard nodes are listed here too). */
-  readonly children = new Map<string, RuleNode>();
+  /**
+   * Exact children by composite `key` or `key_value` (wildcard nodes are listed here too; cidr:
+   * and prefix: ones are in `structured`). A leaf shares one empty map (addChild replaces it).
+   */
+  children: ReadonlyMap<string, RuleNode> = NO_CHILDREN;
   /** Children whose composite contains `*`, in declaration order (first match wins). */
-  readonly wildcards: RuleNode[] = [];
-  /** Extension: children matching by `cidr:` or `prefix:`, indexed per descriptor key (undefined when none). */
-  structured: Map<string, ValueIndex<RuleNode>> | undefined;
+  wildcards: readonly RuleNode[] = NO_WILDCARDS;
+  /** Extension: children matching by `cidr:` or `prefix:` (undefined when none). */
+  structured: StructuredChildren | undefined;
 
   constructor(
     readonly key: string,
@@ -211,7 +284,43 @@ export class RuleNode {
   ) {}
 
   get hasChildren(): boolean {
-    return this.children.size > 0;
+    return this.children.size > 0 || this.structured !== undefined;
+  }
+
+  /** True when some child (exact, wildcard, cidr or prefix) has this composite. */
+  hasComposite(composite: string): boolean {
+    return this.children.has(composite) || this.structured?.byComposite.has(composite) === true;
+  }
+
+  /** Adds an exact, wildcard or value-less child (the builder checked the composite is new). */
+  addChild(child: RuleNode): void {
+    if (this.children === NO_CHILDREN) this.children = new Map<string, RuleNode>();
+    (this.children as Map<string, RuleNode>).set(child.composite, child);
+    if (child.matcher !== undefined) {
+      if (this.wildcards === NO_WILDCARDS) this.wildcards = [];
+      (this.wildcards as RuleNode[]).push(child);
+    }
+  }
+
+  /** Adds a cidr: or prefix: child; returns the index of its descriptor key, for the caller to add the block or prefix to. */
+  addStructured(child: RuleNode, newIndex: () => ValueIndex<RuleNode>): ValueIndex<RuleNode> {
+    const s = (this.structured ??= { byComposite: new Map<string, RuleNode>(), byKey: new Map<string, ValueIndex<RuleNode>>() });
+    s.byComposite.set(child.composite, child);
+    let index = s.byKey.get(child.key);
+    if (index === undefined) s.byKey.set(child.key, (index = newIndex()));
+    return index;
+  }
+
+  /** Every child's composite, sorted (the listings: /rlconfig, the start-up summary). */
+  sortedComposites(): string[] {
+    const all = [...this.children.keys()];
+    if (this.structured !== undefined) all.push(...this.structured.byComposite.keys());
+    return all.sort();
+  }
+
+  /** The child with this composite, of any kind. */
+  childByComposite(composite: string): RuleNode | undefined {
+    return this.children.get(composite) ?? this.structured?.byComposite.get(composite);
   }
 }
 

@@ -29,11 +29,12 @@ class NibbleTrie {
     return a;
   }
 
-  /** Adds the block of the first `bits` bits of `words` (the caller refuses duplicates). */
-  insert(words: readonly number[], bits: number, index: number): void {
+  /** Adds the block of the first `bits` bits of `words`; false (nothing changed) when that block is already present. */
+  insert(words: readonly number[], bits: number, index: number): boolean {
     if (bits === 0) {
+      if (this.all >= 0) return false;
       this.all = index;
-      return;
+      return true;
     }
     const depth = Math.ceil(bits / 4) - 1;
     let node = 0;
@@ -49,6 +50,8 @@ class NibbleTrie {
     // The last nibble's fixed top bits, the rest expanded over the slots it covers.
     const fixed = bits - 4 * depth;
     const first = nibbleOf(words, depth) & (0xf << (4 - fixed)) & 0xf;
+    // A block of the same length covering the same first slot is the same block (same path, same fixed bits).
+    if (this.lens[node * 16 + first] === bits && this.cells[(node * 16 + first) * 2 + 1]! >= 0) return false;
     for (let s = first; s < first + (1 << (4 - fixed)); s++) {
       const slot = node * 16 + s;
       if (this.lens[slot]! <= bits) {
@@ -56,6 +59,7 @@ class NibbleTrie {
         this.lens[slot] = bits;
       }
     }
+    return true;
   }
 
   /** The value of the longest block containing the IPv4 address `addr`, or -1. */
@@ -89,6 +93,13 @@ class NibbleTrie {
       }
     }
     return best;
+  }
+
+  /** Drops the room kept for more nodes (capacity doubles as blocks are added). */
+  trim(): void {
+    if (this.size * 32 === this.cells.length) return;
+    this.cells = this.cells.slice(0, this.size * 32);
+    this.lens = this.lens.slice(0, this.size * 16);
   }
 
   private newNode(): number {
@@ -179,18 +190,20 @@ export class ValueIndex<T> {
   private readonly targets: T[] = [];
   private v4: NibbleTrie | undefined;
   private v6: NibbleTrie | undefined;
-  /** Canonical texts of the blocks added (duplicates are refused). */
-  private readonly blocks = new Set<string>();
   private prefixes: PrefixTree | undefined;
 
   /** Adds a CIDR block; false when the same block is already present. */
   addCidr(cidr: Cidr, target: T): boolean {
-    if (this.blocks.has(cidr.text)) return false;
-    this.blocks.add(cidr.text);
     const trie = cidr.version === 4 ? (this.v4 ??= new NibbleTrie()) : (this.v6 ??= new NibbleTrie());
-    trie.insert(cidr.words, cidr.bits, this.targets.length);
+    if (!trie.insert(cidr.words, cidr.bits, this.targets.length)) return false;
     this.targets.push(target);
     return true;
+  }
+
+  /** Gives back the memory kept for growth; adding after this still works (the tries grow again). */
+  trim(): void {
+    this.v4?.trim();
+    this.v6?.trim();
   }
 
   /** Adds a prefix; false when it is already present. */

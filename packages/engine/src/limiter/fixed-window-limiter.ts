@@ -11,7 +11,7 @@ import type { RandomSource } from '../clock.js';
 import type { LimitMatch } from '../config/rule-tree.js';
 import { Code, type DescriptorEntry, type DescriptorStatus } from '../domain.js';
 import { bucketOutcome, bucketStatus, bucketWouldRefuse, slidingAdmitsAgainAtMs, slidingEstimate } from './algorithms.js';
-import { buildCacheKey, cacheKeyBase } from './cache-key.js';
+import { cacheKeyBase } from './cache-key.js';
 import { counterStatus, localCacheStatus } from './descriptor-status.js';
 import type { LocalOverLimitCache } from './local-cache.js';
 import type { LimiterOptions } from './options.js';
@@ -82,13 +82,19 @@ export class FixedWindowLimiter {
     const nowSeconds = Math.floor(nowMs / 1000);
     const n = matches.length;
     const keys = new Array<string | undefined>(n);
-    const local = new Array<boolean>(n).fill(false);
+    // Filled in the loop below (Array.prototype.fill costs more than the loop here).
+    const local = new Array<boolean>(n);
     const storeIndexes: number[] = [];
     let previousKeys: (string | undefined)[] | undefined;
     let anyLocal = false;
     let needsExecute = false;
     const prefix = this.options.cacheKeyPrefix;
+    // The limits of one `rate_limits` descriptor are consecutive and share the key up to the window.
+    let lastEntries: readonly DescriptorEntry[] | undefined;
+    let lastShare: LimitMatch['sharePatterns'];
+    let lastBase = '';
     for (let i = 0; i < n; i++) {
+      local[i] = false;
       const m = matches[i];
       if (m === undefined) continue;
       const divider = m.limit.windowSeconds;
@@ -100,7 +106,13 @@ export class FixedWindowLimiter {
       if (algorithm === 'fixed_window') {
         const start = windowStart(nowSeconds, divider);
         if (memo === undefined) {
-          key = buildCacheKey(prefix, domain, entriesOf(i), m.sharePatterns, start);
+          const entries = entriesOf(i);
+          if (entries !== lastEntries || m.sharePatterns !== lastShare) {
+            lastBase = cacheKeyBase(prefix, domain, entries, m.sharePatterns);
+            lastEntries = entries;
+            lastShare = m.sharePatterns;
+          }
+          key = lastBase + String(start);
           if (tail !== '') key += tail;
         } else if (memo.starts[i] === start) key = memo.keys[i]!;
         else {
@@ -171,7 +183,11 @@ export class FixedWindowLimiter {
       if (stop && plan.anyLocal) addend = 0;
       else if (wouldExceed !== undefined && wouldExceed[j] !== true) addend = 0;
       if (limit.algorithm === 'fixed_window') {
-        return { key: plan.keys[i]!, addend, expireSeconds: expireSeconds(divider, jitter, this.random), windowSeconds: divider };
+        const ttl = expireSeconds(divider, jitter, this.random);
+        // A tagged tail (rate_limits entry, multiplied window) is our own key format: the store may set its TTL once.
+        // Upstream's keys keep their op shape (and their TTL re-applied on every hit).
+        if (limit.keyTail !== '') return { key: plan.keys[i]!, addend, expireSeconds: ttl, windowSeconds: divider, expireOnCreate: true };
+        return { key: plan.keys[i]!, addend, expireSeconds: ttl, windowSeconds: divider };
       }
       if (limit.algorithm === 'sliding_window') {
         // The previous window is read during the whole current one: keep each counter two windows.

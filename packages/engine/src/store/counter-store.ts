@@ -27,6 +27,15 @@ export interface CounterOp {
   /** The limit's window in seconds (1 for SECOND); lets a split store route per-second keys. */
   windowSeconds: number;
   /**
+   * True for a fixed-window key that names its window in our own format (a `rate_limits` entry's
+   * or a multiplied window's, `…_w<seconds>`; never upstream's): it is never counted again after
+   * its window, so only the TTL it gets when created matters. A store may then skip re-applying
+   * `expireSeconds` to a key it has already set it on, provided a key it creates (or creates
+   * again, e.g. after a reset) always gets it. Absent or false: the TTL is (re)applied on every
+   * increment, as upstream does.
+   */
+  expireOnCreate?: boolean;
+  /**
    * sliding_window only: the previous window's counter key. The store increments `key` exactly as
    * for a fixed window and, in the same round trip, reads this key without changing it
    * (OpResult.previous; 0 when missing).

@@ -83,6 +83,32 @@ descriptors:
     assert.equal(nameOf(rules, 'x', 'team'), undefined);
   });
 
+  test('a value written exactly as the block or `<prefix>*` of a rule matches that rule (as an exact value would); a block or prefix is listed once', () => {
+    assert.equal(nameOf(rules, '10.0.0.0/8'), 'ten');
+    assert.equal(nameOf(rules, '2001:db8::/32'), 'doc6');
+    assert.equal(nameOf(rules, '10.1.0.0/16'), 'ten-one');
+    assert.equal(nameOf(rules, '10.0.0.0/9'), 'valueless', 'no such block: not an address either');
+    assert.equal(nameOf(rules, 'team-red-*', 'team'), 'red');
+    assert.equal(nameOf(rules, 'team-*', 'team'), 'team');
+    assert.equal(rules.dump().split('\n').filter((l) => l.startsWith('d.remote_address_10.0.0.0/8:')).length, 1);
+    const index = new ValueIndex<number>();
+    for (const [text, fresh] of [['10.0.0.0/8', true], ['10.0.0.0/8', false], ['10.0.0.0/9', true], ['10.0.0.0/26', true], ['10.0.0.0/26', false], ['0.0.0.0/0', true], ['0.0.0.0/0', false], ['::/0', true], ['2001:db8::/33', true], ['2001:db8::/33', false]] as const) {
+      assert.equal(index.addCidr(parseCidr(text) as never, 0), fresh, text);
+    }
+    assert.equal(index.addPrefix('team-', 1), true);
+    assert.equal(index.addPrefix('team-', 1), false);
+    // Trimmed to size after a load; still correct, and still growing if added to.
+    const grown = new ValueIndex<string>();
+    for (let i = 0; i < 300; i++) grown.addCidr(parseCidr(`10.${i >> 8}.${i & 255}.0/24`) as never, `a${i}`);
+    grown.trim();
+    assert.equal(grown.lookup('10.0.7.9'), 'a7');
+    for (let i = 300; i < 600; i++) grown.addCidr(parseCidr(`10.${i >> 8}.${i & 255}.0/24`) as never, `a${i}`);
+    grown.trim();
+    assert.equal(grown.lookup('10.2.1.1'), 'a513');
+    assert.equal(grown.lookup('10.0.7.9'), 'a7');
+    assert.equal(grown.lookup('10.3.0.1'), undefined);
+  });
+
   test('paths, /rlconfig and statistics use the canonical block and `<prefix>*`; counters are per value unless share_threshold', () => {
     assert.match(rules.dump(), /^d\.remote_address_10\.0\.0\.0\/8: unit=SECOND/m);
     assert.match(rules.dump(), /^d\.remote_address_2001:db8::\/32: unit=SECOND/m);
@@ -127,6 +153,9 @@ descriptors:
       /duplicate descriptor composite key 'd\.k_10\.0\.0\.0\/8'/,
       'the same block written twice is a duplicate',
     );
+    for (const [a, b] of [['value: "10.0.0.0/8"', 'cidr: 10.0.0.0/8'], ['cidr: 10.0.0.0/8', 'value: "10.0.0.0/8"'], ['value: "team-*"', 'prefix: "team-"'], ['prefix: "team-"', 'value: "team-*"']]) {
+      assert.throws(() => load(`domain: d\ndescriptors:\n  - {key: k, ${a}}\n  - {key: k, ${b}}\n`), /duplicate descriptor composite key 'd\.k_(10\.0\.0\.0\/8|team-\*)'/, `${a} beside ${b}`);
+    }
   });
 
   test('xDS: RateLimitDescriptor.cidr (1004) and .prefix (1005)', () => {

@@ -10,7 +10,8 @@
 import { SATURATED_COUNT, StoreError, saturate, type Algorithm, type CounterOp, type CounterStore, type OpResult } from '@rls/engine';
 import { ConnectionPool } from './connection-pool.js';
 import { keySlot, parseClusterSlots, parseRedirect, SLOT_COUNT, type SlotRange } from './cluster-slots.js';
-import { encodeCommand, isIncrOverflow, opCommands, opResults, RawReplies } from './redis-commands.js';
+import { ExpiryMemo } from './expiry-memo.js';
+import { anyExpireOnCreate, encodeCommand, expireCommands, ExpireReplies, IncrementPlan, IncrementPlanReplies, isIncrOverflow, opCommands, opResults, RawReplies } from './redis-commands.js';
 import { maskUrl, parseRedisEndpoint, poolOptionsFrom, REDIS_ALGORITHMS, type RedisStoreOptions } from './redis-store.js';
 import { RespErrorReply, type RespReply } from './resp-parser.js';
 
@@ -54,6 +55,8 @@ export class ClusterStore implements CounterStore {
   private topologyKnown = false;
   private topologyWaiters: (() => void)[] = [];
   private lastTopologyError: Error | undefined;
+  /** `expireOnCreate` keys given their TTL (one memo: a key lives on one node); forgotten on any topology or connection change. */
+  private readonly expiry = new ExpiryMemo();
 
   constructor(private readonly opts: ClusterStoreOptions) {
     if (opts.nodes.length === 0) throw new StoreError('redis cluster: no nodes given');
@@ -66,6 +69,7 @@ export class ClusterStore implements CounterStore {
 
   async increment(ops: readonly CounterOp[]): Promise<number[]> {
     if (ops.length === 0) return [];
+    if (anyExpireOnCreate(ops)) return this.incrementPlanned(new IncrementPlan(ops, this.expiry));
     const cmds: Cmd[] = new Array<Cmd>(ops.length * 2);
     for (let i = 0; i < ops.length; i++) {
       const op = ops[i] as CounterOp;
@@ -85,6 +89,32 @@ export class ClusterStore implements CounterStore {
       if ((i & 1) === 0) out[i >> 1] = saturate(r);
     }
     return out;
+  }
+
+  /**
+   * `increment` with `expireOnCreate` ops (expiry-memo.ts): EXPIRE only for keys the memo does not
+   * know, every command routed by its key's slot; keys INCRBY created without a TTL get their
+   * EXPIRE in a second round trip.
+   */
+  private async incrementPlanned(plan: IncrementPlan): Promise<number[]> {
+    const replies = await this.run(plan.commands().map((c) => ({ slot: keySlot(c.key), text: c.text })));
+    const decoded = await new Promise<{ values: number[]; fresh: number[] | undefined }>((resolve, reject) => {
+      const h = new IncrementPlanReplies(plan, this.expiry, (values, fresh) => resolve({ values, fresh }), reject);
+      for (const r of replies) h.accept(r);
+    });
+    const fresh = decoded.fresh;
+    if (fresh === undefined) return decoded.values;
+    const again = await this.run(expireCommands(plan.ops, fresh).map((c) => ({ slot: keySlot(c.key), text: c.text })));
+    await new Promise<void>((resolve, reject) => {
+      const h = new ExpireReplies(
+        fresh.map((i) => plan.hashes[i] as number),
+        this.expiry,
+        resolve,
+        reject,
+      );
+      for (const r of again) h.accept(r);
+    });
+    return decoded.values;
   }
 
   /**
@@ -257,7 +287,10 @@ export class ClusterStore implements CounterStore {
         ...poolOptionsFrom(this.opts, endpoint, maskUrl(address)),
         onConnectionError: () => this.scheduleRefresh(),
       });
-      p.onConnectionChange(() => this.updateConnected());
+      p.onConnectionChange(() => {
+        this.expiry.clear();
+        this.updateConnected();
+      });
       this.pools.set(address, p);
     }
     return p;
@@ -352,6 +385,8 @@ export class ClusterStore implements CounterStore {
   }
 
   private install(ranges: readonly SlotRange[]): void {
+    // Slots may have moved to nodes that lack TTLs the old owner set.
+    this.expiry.clear();
     this.slotPools.fill(undefined);
     for (const r of ranges) {
       const p = this.pool(r.master);

@@ -3,6 +3,7 @@
 // commands and writes them once, so a per-command Buffer would only add copies.
 import { createHash } from 'node:crypto';
 import { SATURATED_COUNT, StoreError, saturate, type BucketParams, type CounterOp, type OpResult } from '@rls/engine';
+import { expiryHash, type ExpiryMemo } from './expiry-memo.js';
 import type { ReplyHandler } from './resp-connection.js';
 import { RespErrorReply, type RespReply } from './resp-parser.js';
 
@@ -79,6 +80,169 @@ export class IncrementReplies implements ReplyHandler {
     if (this.got < this.expected) return false;
     if (this.error !== undefined) this.reject(new StoreError(`redis error: ${this.error}`));
     else this.resolve(this.values);
+    return true;
+  }
+
+  fail(err: StoreError): void {
+    this.reject(err);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// `increment` with `expireOnCreate` ops (keys in our own windowed format; expiry-memo.ts): INCRBY
+// for every op, EXPIRE only for ops whose key the memo does not know to have its TTL. Upstream-
+// format ops in the same call keep INCRBY + EXPIRE. When INCRBY of a key sent without EXPIRE
+// answers exactly the addend, the key was (re)created without a TTL: its EXPIRE follows in a
+// second round trip before the call resolves.
+// ---------------------------------------------------------------------------------------------
+
+/** True when some op may skip its EXPIRE (the plain path is kept for the others). */
+export function anyExpireOnCreate(ops: readonly CounterOp[]): boolean {
+  for (let i = 0; i < ops.length; i++) if ((ops[i] as CounterOp).expireOnCreate === true) return true;
+  return false;
+}
+
+/** What one `increment` call sends: per op, its key hash (0: not expireOnCreate) and whether EXPIRE goes with INCRBY. */
+export class IncrementPlan {
+  readonly hashes: number[];
+  readonly withExpire: boolean[];
+  /** Replies the call's commands produce. */
+  readonly replies: number;
+
+  constructor(
+    readonly ops: readonly CounterOp[],
+    memo: ExpiryMemo,
+  ) {
+    const n = ops.length;
+    this.hashes = new Array<number>(n);
+    this.withExpire = new Array<boolean>(n);
+    let replies = 0;
+    for (let i = 0; i < n; i++) {
+      const op = ops[i] as CounterOp;
+      const h = op.expireOnCreate === true ? expiryHash(op.key) : 0;
+      const expire = h === 0 || !memo.has(h);
+      this.hashes[i] = h;
+      this.withExpire[i] = expire;
+      replies += expire ? 2 : 1;
+    }
+    this.replies = replies;
+  }
+
+  /** The commands joined (single Redis and Sentinel: one write). */
+  text(): string {
+    let s = '';
+    const ops = this.ops;
+    for (let i = 0; i < ops.length; i++) {
+      const op = ops[i] as CounterOp;
+      const keyHeader = `$${Buffer.byteLength(op.key)}\r\n${op.key}\r\n`;
+      const addend = String(op.addend);
+      s += `*3\r\n$6\r\nINCRBY\r\n${keyHeader}$${addend.length}\r\n${addend}\r\n`;
+      if (this.withExpire[i] === true) {
+        const ttl = String(op.expireSeconds);
+        s += `*3\r\n$6\r\nEXPIRE\r\n${keyHeader}$${ttl.length}\r\n${ttl}\r\n`;
+      }
+    }
+    return s;
+  }
+
+  /** The commands one by one with their keys (cluster: routed per slot), in reply order. */
+  commands(): KeyedCommand[] {
+    const out: KeyedCommand[] = [];
+    const ops = this.ops;
+    for (let i = 0; i < ops.length; i++) {
+      const op = ops[i] as CounterOp;
+      out.push({ key: op.key, text: encodeCommand(['INCRBY', op.key, String(op.addend)]) });
+      if (this.withExpire[i] === true) out.push({ key: op.key, text: encodeCommand(['EXPIRE', op.key, String(op.expireSeconds)]) });
+    }
+    return out;
+  }
+}
+
+/** The EXPIRE commands of the ops at `indexes` (keys INCRBY created without a TTL). */
+export function expireCommands(ops: readonly CounterOp[], indexes: readonly number[]): KeyedCommand[] {
+  return indexes.map((i) => {
+    const op = ops[i] as CounterOp;
+    return { key: op.key, text: encodeCommand(['EXPIRE', op.key, String(op.expireSeconds)]) };
+  });
+}
+
+/**
+ * Decodes the replies of an IncrementPlan as they arrive (or from an array, replies fed in order):
+ * the INCRBY values as `IncrementReplies` gives them, EXPIRE answers recorded in the memo, and the
+ * ops whose key INCRBY created without a TTL (`fresh`). Settles once every reply has arrived: with
+ * the first error, or with the values and `fresh` (undefined when none).
+ */
+export class IncrementPlanReplies implements ReplyHandler {
+  deadline = 0;
+  private got = 0;
+  private op = 0;
+  /** The next reply is the current op's EXPIRE. */
+  private expectExpire = false;
+  private error: string | undefined;
+  private fresh: number[] | undefined;
+  private readonly values: number[];
+
+  constructor(
+    private readonly plan: IncrementPlan,
+    private readonly memo: ExpiryMemo,
+    private readonly resolve: (values: number[], fresh: number[] | undefined) => void,
+    private readonly reject: (err: StoreError) => void,
+  ) {
+    this.values = new Array<number>(plan.ops.length);
+  }
+
+  accept(reply: RespReply): boolean {
+    this.got++;
+    const i = this.op;
+    const plan = this.plan;
+    if (this.expectExpire) {
+      if (typeof reply !== 'number') this.error ??= describe(reply);
+      else if (reply === 1 && plan.hashes[i] !== 0) this.memo.add(plan.hashes[i] as number);
+      this.expectExpire = false;
+      this.op++;
+    } else {
+      if (typeof reply === 'number') {
+        this.values[i] = reply < SATURATED_COUNT ? reply : SATURATED_COUNT;
+        // Exactly the addend: the key did not exist (or held 0) and was sent without EXPIRE.
+        if (plan.withExpire[i] !== true && reply === (plan.ops[i] as CounterOp).addend) (this.fresh ??= []).push(i);
+      } else if (isIncrOverflow(reply)) {
+        this.values[i] = SATURATED_COUNT;
+      } else {
+        this.error ??= describe(reply);
+      }
+      if (plan.withExpire[i] === true) this.expectExpire = true;
+      else this.op++;
+    }
+    if (this.got < plan.replies) return false;
+    if (this.error !== undefined) this.reject(new StoreError(`redis error: ${this.error}`));
+    else this.resolve(this.values, this.fresh);
+    return true;
+  }
+
+  fail(err: StoreError): void {
+    this.reject(err);
+  }
+}
+
+/** Replies to `expireCommands`: recorded in the memo; the first error rejects once all arrived. */
+export class ExpireReplies implements ReplyHandler {
+  deadline = 0;
+  private got = 0;
+  private error: string | undefined;
+  constructor(
+    private readonly hashes: readonly number[],
+    private readonly memo: ExpiryMemo,
+    private readonly resolve: () => void,
+    private readonly reject: (err: StoreError) => void,
+  ) {}
+
+  accept(reply: RespReply): boolean {
+    const i = this.got++;
+    if (typeof reply !== 'number') this.error ??= describe(reply);
+    else if (reply === 1) this.memo.add(this.hashes[i] as number);
+    if (this.got < this.hashes.length) return false;
+    if (this.error !== undefined) this.reject(new StoreError(`redis error: ${this.error}`));
+    else this.resolve();
     return true;
   }
 

@@ -1,4 +1,5 @@
-// The Redis counter store for KVSTORE_TYPE=single: INCRBY + EXPIRE per op, every op of a call
+// The Redis counter store for KVSTORE_TYPE=single: INCRBY + EXPIRE per op (INCRBY alone for a
+// windowed key of ours that already has its TTL: expiry-memo.ts), every op of a call
 // pipelined in one round trip (no MULTI, no Lua), over a fixed pool of lean RESP connections
 // (connection-pool.ts: on-empty behaviours, TLS, pipeline window). The commands of all calls made
 // in one event-loop turn share one socket write (see resp-connection.ts); bench/store-micro.mjs
@@ -7,7 +8,22 @@ import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 import { StoreError, type Algorithm, type CounterOp, type CounterStore, type OpResult, type RandomSource, type StatsStore } from '@rls/engine';
 import type { Secret } from '@rls/settings';
 import { ConnectionPool, type OnEmptyBehavior, type StoreLogger } from './connection-pool.js';
-import { encodeCommand, encodeExecute, encodeIncrements, ExecuteReplies, IncrementReplies, MgetReply, RawReplies, type HandshakeCommand } from './redis-commands.js';
+import { ExpiryMemo } from './expiry-memo.js';
+import {
+  anyExpireOnCreate,
+  encodeCommand,
+  encodeExecute,
+  encodeIncrements,
+  ExecuteReplies,
+  expireCommands,
+  ExpireReplies,
+  IncrementPlan,
+  IncrementPlanReplies,
+  IncrementReplies,
+  MgetReply,
+  RawReplies,
+  type HandshakeCommand,
+} from './redis-commands.js';
 import type { RespEndpoint } from './resp-connection.js';
 
 export type { StoreLogger } from './connection-pool.js';
@@ -108,11 +124,39 @@ export function poolOptionsFrom(opts: Omit<RedisStoreOptions, 'url' | 'socketTyp
   } satisfies ConstructorParameters<typeof ConnectionPool>[0];
 }
 
-/** INCRBY+EXPIRE for `ops` through `pool`, one pipelined round trip. */
-export function incrementVia(pool: ConnectionPool, ops: readonly CounterOp[]): Promise<number[]> {
+/**
+ * INCRBY+EXPIRE for `ops` through `pool`, one pipelined round trip. With a memo, `expireOnCreate`
+ * ops whose key already has its TTL send INCRBY alone (expiry-memo.ts); a key INCRBY created
+ * without one gets its EXPIRE in a second round trip before the call resolves.
+ */
+export function incrementVia(pool: ConnectionPool, ops: readonly CounterOp[], memo?: ExpiryMemo): Promise<number[]> {
   if (ops.length === 0) return Promise.resolve([]);
+  if (memo !== undefined && anyExpireOnCreate(ops)) return incrementPlanned(pool, new IncrementPlan(ops, memo), memo);
   const text = encodeIncrements(ops);
   return new Promise((resolve, reject) => pool.send(text, new IncrementReplies(ops.length, resolve, reject)));
+}
+
+function incrementPlanned(pool: ConnectionPool, plan: IncrementPlan, memo: ExpiryMemo): Promise<number[]> {
+  return new Promise((resolve, reject) =>
+    pool.send(
+      plan.text(),
+      new IncrementPlanReplies(
+        plan,
+        memo,
+        (values, fresh) => {
+          if (fresh === undefined) {
+            resolve(values);
+            return;
+          }
+          const text = expireCommands(plan.ops, fresh)
+            .map((c) => c.text)
+            .join('');
+          pool.send(text, new ExpireReplies(fresh.map((i) => plan.hashes[i] as number), memo, () => resolve(values), reject));
+        },
+        reject,
+      ),
+    ),
+  );
 }
 
 /** MGET of `keys` through `pool` (missing keys are 0). */
@@ -196,14 +240,17 @@ export class RedisStore implements CounterStore {
   readonly kind = 'redis';
   readonly algorithms: ReadonlySet<Algorithm> = REDIS_ALGORITHMS;
   readonly pool: ConnectionPool;
+  /** `expireOnCreate` keys given their TTL; forgotten whenever the connections go down or come back. */
+  private readonly expiry = new ExpiryMemo();
 
   constructor(opts: RedisStoreOptions) {
     const endpoint = parseRedisEndpoint(opts.url, opts.socketType);
     this.pool = new ConnectionPool(poolOptionsFrom(opts, endpoint, maskUrl(opts.url)));
+    this.pool.onConnectionChange(() => this.expiry.clear());
   }
 
   increment(ops: readonly CounterOp[]): Promise<number[]> {
-    return incrementVia(this.pool, ops);
+    return incrementVia(this.pool, ops, this.expiry);
   }
 
   execute(ops: readonly CounterOp[]): Promise<OpResult[]> {

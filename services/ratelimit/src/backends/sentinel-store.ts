@@ -16,6 +16,7 @@ import type { Secret } from '@rls/settings';
 import { ConnectionPool } from './connection-pool.js';
 import { authHandshake, deleteVia, executeVia, getVia, incrementVia, parseRedisEndpoint, poolOptionsFrom, REDIS_ALGORITHMS, type RedisStoreOptions } from './redis-store.js';
 import { encodeCommand, encodeHandshake, HandshakeReplies, RawReplies, type HandshakeCommand } from './redis-commands.js';
+import { ExpiryMemo } from './expiry-memo.js';
 import { RespConnection, type ReplyHandler, type RespEndpoint } from './resp-connection.js';
 import { RespErrorReply, type RespReply } from './resp-parser.js';
 import { SENTINEL_URL_ERROR } from './kvstore-settings.js';
@@ -73,6 +74,8 @@ export class SentinelStore implements CounterStore {
   private readonly listeners: ((connected: boolean) => void)[] = [];
   private masterWaiters: (() => void)[] = [];
   private nextSentinel = 0;
+  /** `expireOnCreate` keys given their TTL on the current master; forgotten on a switch or when connections change. */
+  private readonly expiry = new ExpiryMemo();
 
   constructor(private readonly opts: SentinelStoreOptions) {
     const { masterName, sentinels } = parseSentinelUrl(opts.url);
@@ -130,8 +133,8 @@ export class SentinelStore implements CounterStore {
   increment(ops: readonly CounterOp[]): Promise<number[]> {
     if (ops.length === 0) return Promise.resolve([]);
     const pool = this.pool;
-    if (pool !== undefined) return incrementVia(pool, ops);
-    return this.waitForMaster(this.opts.timeoutMs).then((p) => incrementVia(p, ops));
+    if (pool !== undefined) return incrementVia(pool, ops, this.expiry);
+    return this.waitForMaster(this.opts.timeoutMs).then((p) => incrementVia(p, ops, this.expiry));
   }
 
   /** As in single mode; a master that took over has no cached script yet: the NOSCRIPT fallback loads it. */
@@ -230,7 +233,10 @@ export class SentinelStore implements CounterStore {
         },
         onConnectionError: () => this.requery(),
       });
-      pool.onConnectionChange((up) => this.emit(up));
+      pool.onConnectionChange((up) => {
+        this.expiry.clear();
+        this.emit(up);
+      });
       this.pool = pool;
       this.opts.logger?.info({ master: this.masterName, address: show(ep) }, 'redis sentinel: master found');
       const ws = this.masterWaiters;
@@ -239,6 +245,8 @@ export class SentinelStore implements CounterStore {
       return;
     }
     this.opts.logger?.warn({ master: this.masterName, from: previous !== undefined ? show(previous) : undefined, to: show(ep) }, 'redis sentinel: following the new master');
+    // The new master may lack TTLs the old one had not replicated yet.
+    this.expiry.clear();
     this.pool.setEndpoint(ep, `redis master ${this.masterName} moved to ${show(ep)}`);
   }
 

@@ -77,6 +77,38 @@ describe('rule extensions through the real process on Redis', () => {
     assert.equal(await redis.call('GET', day), '4', 'the day limit counted every request, the refused one too');
   });
 
+  test('a client cycling 1,500 values of a rate_limits key: counts exact, every key with its TTL, EXPIRE once per key; keys reset behind the service get it again', async () => {
+    await clearOfWindowEdge(3600, 20_000);
+    const values = Array.from({ length: 1500 }, (_v, i) => `cyc${i}`);
+    const send = async (vs: readonly string[]): Promise<void> => {
+      for (let i = 0; i < vs.length; i += 50) {
+        const answers = await Promise.all(vs.slice(i, i + 50).map((v) => client.shouldRateLimit(one('api_key', v))));
+        for (const a of answers) assert.equal(a.overallCode, RlsCode.OK);
+      }
+    };
+    const expireCalls = async (): Promise<number> => Number(/cmdstat_expire:calls=(\d+)/.exec(String(await redis.call('INFO', 'commandstats')))?.[1] ?? 0);
+    const before = await expireCalls();
+    await send(values);
+    await send(values);
+    const keys = (await redis.call('KEYS', 'ext_api_key_cyc*')) as string[];
+    assert.equal(keys.length, 2 * values.length, 'an hour and a day key per value');
+    // The memo (a fixed table) may have forgotten some keys and sent their EXPIRE again, never fewer than one per key.
+    const sent = (await expireCalls()) - before;
+    assert.ok(sent >= keys.length && sent < 1.5 * keys.length, `${sent} EXPIREs for ${keys.length} keys and ${2 * keys.length} counted hits`);
+    for (const k of keys) {
+      assert.equal(await redis.call('GET', k), '2', k);
+      assert.ok(Number(await redis.call('TTL', k)) > 0, `${k} has a TTL`);
+    }
+    // Reset behind the service's back (another operator, a flush): counted again from 1, with a TTL again.
+    const reset = keys.filter((_k, i) => i % 7 === 0);
+    await redis.call('DEL', ...reset);
+    await send(values);
+    for (const k of reset) {
+      assert.equal(await redis.call('GET', k), '1', k);
+      assert.ok(Number(await redis.call('TTL', k)) > 0, `${k} got its TTL again`);
+    }
+  });
+
   test('/json: a five-minute window, aligned to the epoch, with a tagged key and an exact reset', async () => {
     await clearOfWindowEdge(300, 3000);
     const r = await postJson(svc.httpUrl, one('report', 'q1'));

@@ -119,6 +119,35 @@ describe('ClusterStore specifics', () => {
     }
   });
 
+  test('expireOnCreate keys on every master: EXPIRE with the first INCRBY only; a key deleted on its node gets it again', async () => {
+    await flushAll();
+    await Promise.all(cluster.nodes.map((n) => n.call('CONFIG', 'RESETSTAT')));
+    const expires = async (): Promise<number> => {
+      let sum = 0;
+      for (const n of cluster.nodes) sum += Number(/cmdstat_expire:calls=(\d+)/.exec(String(await n.call('INFO', 'commandstats')))?.[1] ?? 0);
+      return sum;
+    };
+    const store = new ClusterStore({ nodes: [cluster.nodes[0]!.url], poolSize: 1, timeoutMs: 2_000 });
+    try {
+      await store.waitUntilConnected(5_000);
+      const keys = Array.from({ length: 12 }, (_v, i) => `once_${i}_1800000000_w3600`);
+      const tagged = (k: string, addend = 1): CounterOp => ({ key: k, addend, expireSeconds: 3600, windowSeconds: 3600, expireOnCreate: true });
+      const owners = new Set<string>();
+      for (const k of keys) owners.add((await cluster.ownerOf(keySlot(k))).url);
+      assert.equal(owners.size, 3, 'the keys spread over all three masters');
+      for (let i = 1; i <= 3; i++) assert.deepEqual(await store.increment(keys.map((k) => tagged(k))), keys.map(() => i));
+      assert.equal(await expires(), keys.length, 'one EXPIRE per key');
+      const victim = keys[5]!;
+      await ownerCall(victim, 'DEL', victim);
+      assert.deepEqual(await store.increment(keys.map((k) => tagged(k, 2))), keys.map((k) => (k === victim ? 2 : 5)));
+      assert.equal(await expires(), keys.length + 1, 'the recreated key got its EXPIRE in a second round trip');
+      const ttl = Number(await ownerCall(victim, 'TTL', victim));
+      assert.ok(ttl > 3500 && ttl <= 3600, `ttl ${ttl}`);
+    } finally {
+      await store.close();
+    }
+  });
+
   test('execute: sliding and bucket ops with keys on all three masters in one call; one node without the script', async () => {
     await flushAll();
     const store = new ClusterStore({ nodes: [cluster.nodes[0]!.url], poolSize: 1, timeoutMs: 2_000 });

@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startRedis, type RedisServer } from '@rls/testkit';
+import { startRedis, waitFor, type RedisServer } from '@rls/testkit';
 import { RedisStore, authHandshake, parseRedisEndpoint } from '../../src/backends/redis-store.js';
 import { StoreError } from '@rls/engine';
 import { runCounterStoreContract } from '../support/store-contract.js';
@@ -105,6 +105,43 @@ describe('RedisStore specifics', () => {
         .split('\n')
         .filter((l) => / cmd=(incrby|expire) /.test(l));
       assert.equal(clients.length, 4, 'every pooled connection carried INCRBY/EXPIRE traffic');
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('expireOnCreate keys: EXPIRE goes with the first INCRBY only; again after the connections dropped or the key vanished', async () => {
+    await redis.call('FLUSHALL');
+    await redis.call('CONFIG', 'RESETSTAT');
+    const expires = async (): Promise<number> => Number(/cmdstat_expire:calls=(\d+)/.exec(String(await redis.call('INFO', 'commandstats')))?.[1] ?? 0);
+    const incrbys = async (): Promise<number> => Number(/cmdstat_incrby:calls=(\d+)/.exec(String(await redis.call('INFO', 'commandstats')))?.[1] ?? 0);
+    const store = new RedisStore({ url: redis.url, socketType: 'tcp', poolSize: 1, timeoutMs: 2_000 });
+    const tagged = (addend: number) => ({ key: 'rl_d_k_v_1800000000_w3600', addend, expireSeconds: 3600, windowSeconds: 3600, expireOnCreate: true });
+    const plain = { key: 'rl_d_k_v_1800000000', addend: 1, expireSeconds: 3600, windowSeconds: 3600 };
+    try {
+      await store.waitUntilConnected(5_000);
+      for (let i = 1; i <= 5; i++) assert.deepEqual(await store.increment([tagged(1), plain]), [i, i]);
+      assert.equal(await incrbys(), 10);
+      assert.equal(await expires(), 1 + 5, 'the tagged key got EXPIRE once, the upstream-format key on every call');
+
+      // A key that lost its TTL while the store was not looking (a failover that replicated the
+      // INCRBY but not the EXPIRE): the memo is forgotten when the connections drop, so it heals.
+      await redis.call('PERSIST', 'rl_d_k_v_1800000000_w3600');
+      await redis.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+      await waitFor(async () => (await store.increment([tagged(0)]).then(() => true, () => false)) && Number(await redis.call('TTL', 'rl_d_k_v_1800000000_w3600')) > 0, {
+        what: 'the TTL set again after the reconnect',
+        timeoutMs: 5_000,
+      });
+
+      // Deleted behind the store's back: INCRBY answers exactly the addend, so EXPIRE follows.
+      await redis.call('DEL', 'rl_d_k_v_1800000000_w3600');
+      const before = await expires();
+      assert.deepEqual(await store.increment([tagged(4)]), [4]);
+      assert.equal(await expires(), before + 1, 'one EXPIRE for the recreated key');
+      const ttl = (await redis.call('TTL', 'rl_d_k_v_1800000000_w3600')) as number;
+      assert.ok(ttl > 3500 && ttl <= 3600, `ttl ${ttl}`);
+      assert.deepEqual(await store.increment([tagged(1)]), [5]);
+      assert.equal(await expires(), before + 1, 'and then none again');
     } finally {
       await store.close();
     }

@@ -104,6 +104,54 @@ export function runCounterStoreContract(name: string, makeStore: (clock: FakeClo
         assert.ok([49, 50].includes(await ttlSeconds('t')), 'ttl re-applied even when shorter, also with addend 0');
       }));
 
+    // `expireOnCreate` (a windowed key of ours): the TTL must be there from creation on; whether a
+    // later increment re-applies it is the store's choice (Redis stores skip it for keys they know).
+    const once = (key: string, addend: number, expireSeconds: number): CounterOp => ({ ...op(key, addend, expireSeconds), expireOnCreate: true });
+    const near = (ttl: number, expected: number): boolean => ttl === expected || ttl === expected - 1;
+
+    test('expireOnCreate: a created key gets its TTL; counts stay exact; a later TTL may or may not be re-applied', () =>
+      withStore(async ({ store, ttlSeconds }) => {
+        assert.deepEqual(await store.increment([once('w', 2, 100)]), [2]);
+        await settle(store);
+        assert.ok(near(await ttlSeconds('w'), 100), 'ttl ~100 from creation');
+        for (let i = 1; i <= 3; i++) assert.deepEqual(await store.increment([once('w', 1, 500)]), [2 + i]);
+        await settle(store);
+        const ttl = await ttlSeconds('w');
+        assert.ok(near(ttl, 100) || near(ttl, 500), `ttl ${ttl}: kept from creation or re-applied`);
+        assert.deepEqual(await store.get(['w']), [5]);
+      }));
+
+    test('expireOnCreate: a key reset (deleted) behind the store is created again with its TTL, also with addend 0', () =>
+      withStore(async ({ store, ttlSeconds }) => {
+        assert.ok(store.delete !== undefined);
+        for (const addend of [3, 0]) {
+          await store.increment([once('reset', 1, 100)]);
+          await store.increment([once('reset', 1, 100)]);
+          await settle(store);
+          await store.delete(['reset']);
+          assert.equal(await ttlSeconds('reset'), -2);
+          assert.deepEqual(await store.increment([once('reset', addend, 300)]), [addend], 'counts again from 0');
+          await settle(store);
+          const ttl = await ttlSeconds('reset');
+          // Addend 0 need not create the key (memcached does not), but a key that exists has its TTL.
+          assert.ok(near(ttl, 300) || (addend === 0 && ttl === -2), `addend ${addend}: the recreated key has its TTL (${ttl})`);
+          await store.delete(['reset']);
+        }
+      }));
+
+    test('expireOnCreate beside upstream-format ops in one call: theirs is still re-applied on every increment', () =>
+      withStore(async ({ store, ttlSeconds }) => {
+        assert.deepEqual(await store.increment([op('plain', 1, 100), once('tagged', 1, 100), op('plain2', 4, 100)]), [1, 1, 4]);
+        assert.deepEqual(await store.increment([op('plain', 1, 500), once('tagged', 1, 500), op('plain2', 1, 500)]), [2, 2, 5]);
+        await settle(store);
+        if (traits.ttlOnCreateOnly !== true) {
+          assert.ok(near(await ttlSeconds('plain'), 500) && near(await ttlSeconds('plain2'), 500), 'upstream-format keys: ttl refreshed');
+        }
+        const ttl = await ttlSeconds('tagged');
+        assert.ok(near(ttl, 100) || near(ttl, 500), `tagged ttl ${ttl}`);
+        assert.deepEqual(await store.get(['plain', 'tagged', 'plain2']), [2, 2, 5]);
+      }));
+
     test('an expired key reads 0 and counts again from 0', () =>
       withStore(async ({ store }, clock) => {
         assert.deepEqual(await store.increment([op('exp', 4, 1), op('keep', 1, 3600)]), [4, 1]);
