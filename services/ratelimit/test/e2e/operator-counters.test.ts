@@ -60,7 +60,8 @@ test('the counters form shows every limit of a descriptor with its count', async
     assert.equal(await page.textContent('#counters-status'), '2 limit(s) on the memory store.');
     await page.fill('#counters-entries', 'nobody=x');
     await page.click('#counters-form button');
-    await page.waitForFunction("document.querySelector('#counters-status').textContent.startsWith('no rule')", undefined, { timeout: 10_000 });
+    // A selector wait, not waitForFunction: the operator page's CSP forbids eval, which a string predicate needs.
+    await page.locator('#counters-status', { hasText: /^no rule/ }).waitFor({ timeout: 10_000 });
     await page.fill('#counters-entries', 'api_key=alice');
     await page.click('#counters-form button');
     await page.waitForSelector('#counters tbody tr:nth-child(2)', { timeout: 10_000 });
