@@ -30,15 +30,15 @@ export function registerCoinGeckoExchangeRoutes(app: FastifyInstance, deps: CgRo
       page: int(q, 'page', 1, 1, MAX_PAGE),
       order: orderOf(q, COIN_TICKER_ORDERS),
       depth: bool(q, 'depth', false),
-      baseUrl: cgBaseUrl(deps, request),
+      baseUrl: cgBaseUrl(),
     };
     // Accepted for compatibility, no effect: DEX pairs are not ingested.
     text(q, 'dex_pair_format');
-    return bodies.get(board, { kind: 'coin-tickers', coin: c.id, exchanges: (p.exchanges ?? []).join(','), logo: p.logo, page: p.page, order: p.order, depth: p.depth, baseUrl: p.baseUrl }, () => coinTickersView(board, catalog, c.symbol, c.name, p));
+    return bodies.get(board, { kind: 'coin-tickers', coin: c.id, exchanges: (p.exchanges ?? []).join(','), logo: p.logo, page: p.page, order: p.order, depth: p.depth }, () => coinTickersView(board, catalog, c.symbol, c.name, p));
   });
 
   cgRoute(app, deps, '/api/v3/exchanges', (request, q, board) => {
-    const p = { page: int(q, 'page', 1, 1, MAX_PAGE), perPage: int(q, 'per_page', 100, 1, PER_PAGE_MAX), baseUrl: cgBaseUrl(deps, request) };
+    const p = { page: int(q, 'page', 1, 1, MAX_PAGE), perPage: int(q, 'per_page', 100, 1, PER_PAGE_MAX), baseUrl: cgBaseUrl() };
     return bodies.get(board, { kind: 'exchanges', ...p }, () => exchangesView(board, p));
   });
 
@@ -51,8 +51,8 @@ export function registerCoinGeckoExchangeRoutes(app: FastifyInstance, deps: CgRo
   cgRoute(app, deps, '/api/v3/exchanges/:id', (request, q, board) => {
     const e = exchangeOf(board, idOf(request));
     text(q, 'dex_pair_format');
-    const baseUrl = cgBaseUrl(deps, request);
-    return bodies.get(board, { kind: 'exchange', id: e.identity.id, baseUrl }, () => exchangeView(board, catalog, e, baseUrl));
+    const baseUrl = cgBaseUrl();
+    return bodies.get(board, { kind: 'exchange', id: e.identity.id }, () => exchangeView(board, catalog, e, baseUrl));
   });
 
   cgRoute(app, deps, '/api/v3/exchanges/:id/tickers', (request, q, board) => {
@@ -63,9 +63,9 @@ export function registerCoinGeckoExchangeRoutes(app: FastifyInstance, deps: CgRo
       page: int(q, 'page', 1, 1, MAX_PAGE),
       order: orderOf(q, EXCHANGE_TICKER_ORDERS),
       depth: bool(q, 'depth', false),
-      baseUrl: cgBaseUrl(deps, request),
+      baseUrl: cgBaseUrl(),
     };
     text(q, 'dex_pair_format');
-    return bodies.get(board, { kind: 'exchange-tickers', id: e.identity.id, coins: (p.coinIds ?? []).join(','), logo: p.logo, page: p.page, order: p.order, depth: p.depth, baseUrl: p.baseUrl }, () => exchangeTickersView(board, catalog, e, p));
+    return bodies.get(board, { kind: 'exchange-tickers', id: e.identity.id, coins: (p.coinIds ?? []).join(','), logo: p.logo, page: p.page, order: p.order, depth: p.depth }, () => exchangeTickersView(board, catalog, e, p));
   });
 }

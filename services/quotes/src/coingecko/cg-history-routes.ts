@@ -24,8 +24,8 @@ export function registerCoinGeckoHistoryRoutes(app: FastifyInstance, deps: CgRou
     const day = historyDate(required(q, 'date'));
     const plan = cgPlan(request);
     if (plan.historyDays !== null && day < planFloor(plan, board.asOf)) throw new QuotesError('HISTORY_BEYOND_PLAN', { limit: plan.historyDays });
-    const p = { day, localization: bool(q, 'localization', true), baseUrl: cgBaseUrl(deps, request) };
-    return bodies.get(board, { kind: 'history', coin: c.id, date: String(day), localization: p.localization, baseUrl: p.baseUrl }, () => historyView(data, board, c, p));
+    const p = { day, localization: bool(q, 'localization', true), baseUrl: cgBaseUrl() };
+    return bodies.get(board, { kind: 'history', coin: c.id, date: String(day), localization: p.localization }, () => historyView(data, board, c, p));
   });
 
   cgRoute(app, deps, '/api/v3/coins/:id/ohlc/range', (request, q, board) => {
@@ -59,7 +59,7 @@ export function registerCoinGeckoHistoryRoutes(app: FastifyInstance, deps: CgRou
       if (!(MOVER_WINDOWS as readonly string[]).includes(w)) throw badParam(`invalid 'price_change_percentage' parameter: expected ${MOVER_WINDOWS.join(', ')}`);
       changes.push(w as ChangeWindow);
     }
-    const p: MoversParams = { vs, duration: duration as ChangeWindow, topCoins: topCoins as MoversParams['topCoins'], changes, baseUrl: cgBaseUrl(deps, request) };
-    return bodies.get(board, { kind: 'movers', vs, duration, topCoins, changes: changes.join(','), baseUrl: p.baseUrl }, () => moversView(data, board, p));
+    const p: MoversParams = { vs, duration: duration as ChangeWindow, topCoins: topCoins as MoversParams['topCoins'], changes, baseUrl: cgBaseUrl() };
+    return bodies.get(board, { kind: 'movers', vs, duration, topCoins, changes: changes.join(',') }, () => moversView(data, board, p));
   });
 }

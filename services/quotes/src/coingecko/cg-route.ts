@@ -7,6 +7,7 @@ import '../api/request-context.js';
 import type { Clock } from '../clock.js';
 import { QuotesError } from '../errors.js';
 import { ByteLru } from '../history/byte-lru.js';
+import { ORIGIN_MARK, OriginJson, requestOrigin, type Origin } from '../origin.js';
 import type { CoinCatalog } from '../market/coin-catalog.js';
 import { cgErrorAnswer } from './cg-errors.js';
 import { required } from './cg-params.js';
@@ -20,31 +21,35 @@ import type { Board, BoardCoin, MarketData } from './market-data.js';
  * written in one type; the cache holds a body for the market snapshot it was built on only.
  */
 
-/** A built JSON body and its weak ETag. */
+/**
+ * A built JSON body for every origin (absolute URLs are built with ORIGIN_MARK; the request's
+ * origin is put in as it is sent, see origin.ts) and its weak ETag over the origin-free text.
+ */
 export interface CgBody {
-  json: string;
+  json: OriginJson;
   etag: string;
 }
 
 /** Everything a cached /api/v3 body depends on besides the market snapshot (which every key implies). */
 export type CgBodyKey =
-  | { kind: 'history'; coin: string; date: string; localization: boolean; baseUrl: string }
+  | { kind: 'history'; coin: string; date: string; localization: boolean }
   | { kind: 'ohlc-range'; coin: string; vs: string; from: number; to: number; interval: 'daily' | 'hourly'; precision: string }
   | { kind: 'exchange-rates' }
-  | { kind: 'movers'; vs: string; duration: string; topCoins: string; changes: string; baseUrl: string }
-  | { kind: 'coin-tickers'; coin: string; exchanges: string; logo: boolean; page: number; order: string; depth: boolean; baseUrl: string }
-  | { kind: 'exchanges'; page: number; perPage: number; baseUrl: string }
+  | { kind: 'movers'; vs: string; duration: string; topCoins: string; changes: string }
+  | { kind: 'coin-tickers'; coin: string; exchanges: string; logo: boolean; page: number; order: string; depth: boolean }
+  | { kind: 'exchanges'; page: number; perPage: number }
   | { kind: 'exchanges-list'; status: string }
-  | { kind: 'exchange'; id: string; baseUrl: string }
-  | { kind: 'exchange-tickers'; id: string; coins: string; logo: boolean; page: number; order: string; depth: boolean; baseUrl: string };
+  | { kind: 'exchange'; id: string }
+  | { kind: 'exchange-tickers'; id: string; coins: string; logo: boolean; page: number; order: string; depth: boolean };
 
 /** Built bodies in flight (shared by concurrent requests) and built, per snapshot, bounded in bytes. */
 export class CgBodyCache {
   private readonly built: ByteLru<{ snap: object; body: CgBody }>;
   private readonly building = new Map<string, { snap: object; body: Promise<CgBody> }>();
   constructor(maxBytes: number) {
-    // A body's JSON text plus its key and ETag (UTF-16 code units: two bytes each).
-    this.built = new ByteLru(maxBytes, (e) => 2 * (e.body.json.length + e.body.etag.length));
+    // A body's JSON text, the origin texts it keeps, and its ETag (UTF-16 code units: two bytes
+    // each). Keys hold parameters only, never a header: the Host cannot multiply entries.
+    this.built = new ByteLru(maxBytes, (e) => 2 * (e.body.json.maxChars + e.body.etag.length));
   }
 
   /** Bytes of bodies kept now. */
@@ -79,8 +84,9 @@ export class CgBodyCache {
 }
 
 export function bodyOf(value: unknown): CgBody {
-  const json = JSON.stringify(value);
-  return { json, etag: `W/"${createHash('sha1').update(json).digest('base64url')}"` };
+  const json = new OriginJson(JSON.stringify(value));
+  // Over the origin-free text: equal data, equal ETag, whatever the Host.
+  return { json, etag: `W/"${createHash('sha1').update(json.text).digest('base64url')}"` };
 }
 
 export interface CgRouteDeps {
@@ -89,16 +95,20 @@ export interface CgRouteDeps {
   clock: Clock;
   /** The authenticator built with `requestCoingeckoToken` (counts the request against the plan). */
   auth: Authenticate;
-  publicBaseUrl: string | undefined;
+  publicBaseUrl: Origin | undefined;
   /** Milliseconds between market refreshes (Cache-Control max-age). */
   refreshMs: number;
 }
 
 export type CgHandler = (request: FastifyRequest, q: RawQuery, board: Board) => Promise<CgBody>;
 
-/** The origin of absolute URLs (icons, logos) in bodies. */
-export function cgBaseUrl(deps: Pick<CgRouteDeps, 'publicBaseUrl'>, request: FastifyRequest): string {
-  return deps.publicBaseUrl ?? `${request.protocol}://${request.host}`;
+/**
+ * The origin of absolute URLs (icons, logos) in bodies as they are built and cached: the mark that
+ * cgRoute replaces with the request's origin when it sends them, so no body or cache key depends
+ * on the Host header.
+ */
+export function cgBaseUrl(): Origin {
+  return ORIGIN_MARK;
 }
 
 /** Seconds until the board's snapshot is replaced (Cache-Control max-age). */
@@ -106,15 +116,20 @@ export function cgMaxAge(deps: Pick<CgRouteDeps, 'refreshMs' | 'clock'>, board: 
   return Math.max(0, Math.ceil((board.snap.fetchedAt + deps.refreshMs - deps.clock.now()) / 1000));
 }
 
-/** An authenticated GET route of /api/v3: key -> account and limiters, then the board, then the body. */
+/**
+ * An authenticated GET route of /api/v3: origin (a Host that cannot be one is refused before
+ * anything is counted), key -> account and limiters, then the board, then the cached body with
+ * the origin put in.
+ */
 export function cgRoute(app: FastifyInstance, deps: CgRouteDeps, url: string, handler: CgHandler): void {
   app.get(url, async (request: FastifyRequest, reply: FastifyReply) => {
     try {
+      const origin = requestOrigin(deps.publicBaseUrl, request.protocol, request.host);
       if (requestCoingeckoToken(request) === undefined) throw new QuotesError('TOKEN_INVALID', { reason: 'missing' });
       await deps.auth(request, reply);
       const board = await deps.data.board();
       const body = await handler(request, request.query as RawQuery, board);
-      return sendAnswer(reply, cacheableAnswer(body.json, body.etag, cgMaxAge(deps, board), request.headers['if-none-match']));
+      return sendAnswer(reply, cacheableAnswer(body.json.render(origin).json, body.etag, cgMaxAge(deps, board), request.headers['if-none-match']));
     } catch (err) {
       return sendAnswer(reply, cgErrorAnswer(err, request.log));
     }

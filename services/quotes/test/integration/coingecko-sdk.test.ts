@@ -656,6 +656,25 @@ describe('CoinGecko tickers and exchanges through the SDK (the simulated exchang
     await assert.rejects(c.exchanges.get({ per_page: 251 }), BadRequestError);
   });
 
+  test('bodies with absolute URLs are built once for every Host: the origin is put in as they are sent; a Host that is no origin is refused', async () => {
+    const key = t.tokens.pro!;
+    const etags = new Set<string>();
+    for (let i = 0; i < 40; i++) {
+      const host = `h${i}-${'x'.repeat(55)}.${'y'.repeat(60)}.${'z'.repeat(60)}.example:8080`;
+      const r = await t.app.inject({ url: `/api/v3/exchanges?x_cg_demo_api_key=${key}`, headers: { host } });
+      assert.equal(r.statusCode, 200, r.body);
+      const [ex] = r.json() as { image: string }[];
+      assert.equal(ex!.image, `http://${host}/icons/exchanges/simulated.svg`);
+      etags.add(String(r.headers.etag));
+      const h = await t.app.inject({ url: `/api/v3/coins/bitcoin/history?date=01-01-2020&x_cg_demo_api_key=${key}`, headers: { host } });
+      assert.equal(h.statusCode, 200, h.body);
+      assert.ok(!h.body.includes('\\u0000'), 'no origin mark left in the body');
+    }
+    assert.equal(etags.size, 1, 'one body (one ETag) whatever the Host: the Host is not part of any cache key');
+    const bad = await t.app.inject({ url: `/api/v3/exchanges?x_cg_demo_api_key=${key}`, headers: { host: 'evil"host' } });
+    assert.equal(bad.statusCode, 400);
+  });
+
   test('every endpoint added for issue 26 is in /openapi.json', async () => {
     const oa = (await (await fetch(`${baseURL.replace('/api/v3', '')}/openapi.json`)).json()) as { paths: Record<string, unknown> };
     for (const p of ['/api/v3/coins/{id}/history', '/api/v3/coins/{id}/ohlc/range', '/api/v3/exchange_rates', '/api/v3/coins/top_gainers_losers', '/api/v3/coins/{id}/tickers', '/api/v3/exchanges', '/api/v3/exchanges/list', '/api/v3/exchanges/{id}', '/api/v3/exchanges/{id}/tickers', '/api/v3/key', '/api/v2/currency', '/api/v2/currency/available']) {
