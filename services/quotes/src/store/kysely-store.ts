@@ -22,15 +22,27 @@ function toRecord(r: TokensTable): TokenRecord {
   };
 }
 
+/** A dialect's own answer to a repository's per-request query (prepared statement), used instead of the query builder. */
+type FindByHash = TokenRepository['findByHash'];
+type IncrementIfBelow = UsageRepository['incrementIfBelow'];
+
 class KyselyTokens implements TokenRepository {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    /** The dialect's token lookup, when it has one (SQLite's prepared statement). */
+    private readonly lookup: FindByHash | undefined = undefined,
+  ) {}
   async insert(rec: TokenRecord): Promise<void> {
     await this.db
       .insertInto('tokens')
       .values({ id: rec.id, name: rec.name, plan: rec.planId, token_hash: rec.tokenHash, prefix: rec.prefix, created_at: rec.createdAt, revoked_at: rec.revokedAt })
       .execute();
   }
-  async findByHash(tokenHash: string): Promise<TokenRecord | undefined> {
+  findByHash(tokenHash: string): Promise<TokenRecord | undefined> {
+    // Handed on as it is (no extra promise hop on the per-request path).
+    return this.lookup !== undefined ? this.lookup(tokenHash) : this.queryByHash(tokenHash);
+  }
+  private async queryByHash(tokenHash: string): Promise<TokenRecord | undefined> {
     const r = await this.db.selectFrom('tokens').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst();
     return r === undefined ? undefined : toRecord(r);
   }
@@ -58,8 +70,15 @@ class KyselyTokens implements TokenRepository {
 }
 
 class KyselyUsage implements UsageRepository {
-  constructor(private readonly db: Kysely<Database>) {}
-  async incrementIfBelow(tokenId: string, month: string, limit: number): Promise<number | undefined> {
+  constructor(
+    private readonly db: Kysely<Database>,
+    /** The dialect's conditional increment, when it has one (SQLite's prepared statement). */
+    private readonly increment: IncrementIfBelow | undefined = undefined,
+  ) {}
+  incrementIfBelow(tokenId: string, month: string, limit: number): Promise<number | undefined> {
+    return this.increment !== undefined ? this.increment(tokenId, month, limit) : this.queryIncrement(tokenId, month, limit);
+  }
+  private async queryIncrement(tokenId: string, month: string, limit: number): Promise<number | undefined> {
     if (limit <= 0) return undefined;
     const row = await this.db
       .insertInto('usage')
@@ -274,12 +293,9 @@ export class KyselyStore implements Store {
     hotPath: Partial<Pick<TokenRepository, 'findByHash'> & Pick<UsageRepository, 'incrementIfBelow'> & { candleRows: CandleRowReader; changeVersion: () => number }> = {},
   ) {
     if (hotPath.changeVersion !== undefined) this.changeVersion = hotPath.changeVersion;
-    const tokens = new KyselyTokens(db);
-    const usage = new KyselyUsage(db);
-    if (hotPath.findByHash !== undefined) tokens.findByHash = hotPath.findByHash;
-    if (hotPath.incrementIfBelow !== undefined) usage.incrementIfBelow = hotPath.incrementIfBelow;
-    this.tokens = tokens;
-    this.usage = usage;
+    // The dialect's hot-path statements are handed to the repositories (no method is replaced).
+    this.tokens = new KyselyTokens(db, hotPath.findByHash);
+    this.usage = new KyselyUsage(db, hotPath.incrementIfBelow);
     this.candles = new KyselyCandles(db, bulk, hotPath.candleRows);
     this.fxRates = new KyselyFxRates(db);
     this.backfill = new KyselyBackfillState(db);
