@@ -41,7 +41,7 @@ if (mode === 'plain') {
   const shipped = readFileSync(new URL('../services/quotes/ratelimit/quotes.yaml', import.meta.url), 'utf8');
   writeFileSync(join(rules, 'quotes.yaml'), shipped.replace(/requests_per_unit: \d+/g, 'requests_per_unit: 1000000000'));
   const level = process.env.QUOTES_LOG_LEVEL ?? 'info';
-  const settings = loadSettings({ MARKET_SOURCE: 'simulated', QUOTES_DATA_DIR: dir, QUOTES_PLANS_FILE: join(dir, 'plans.json'), QUOTES_LOG_LEVEL: level, QUOTES_HOST: '127.0.0.1', QUOTES_PORT: '0', RATELIMIT_ENABLED: process.env.RATELIMIT_ENABLED ?? 'true', RATELIMIT_RULES_DIR: rules, QUOTES_FAST_PATH: process.env.QUOTES_FAST_PATH ?? 'true', QUOTES_COMPRESSION_MIN_BYTES: process.env.QUOTES_COMPRESSION_MIN_BYTES ?? '4096' });
+  const settings = loadSettings({ MARKET_SOURCE: 'simulated', QUOTES_DATA_DIR: dir, QUOTES_PLANS_FILE: join(dir, 'plans.json'), QUOTES_LOG_LEVEL: level, QUOTES_HOST: '127.0.0.1', QUOTES_METRICS_PORT: '0', QUOTES_PORT: '0', RATELIMIT_ENABLED: process.env.RATELIMIT_ENABLED ?? 'true', RATELIMIT_RULES_DIR: rules, QUOTES_FAST_PATH: process.env.QUOTES_FAST_PATH ?? 'true', QUOTES_COMPRESSION_MIN_BYTES: process.env.QUOTES_COMPRESSION_MIN_BYTES ?? '4096' });
   // The service's own default destination (synchronous, as on stdout), to a file instead;
   // BENCH_LOG_SYNC=false: pino's asynchronous sonic-boom (BENCH_LOG_MINLEN bytes buffered).
   const logFile = process.env.BENCH_LOG_FILE ?? '/dev/null';

@@ -43,7 +43,7 @@ describe('the quick start, as a newcomer runs it (npm run quotes)', () => {
   const start = async (): Promise<{ proc: Managed; banner: string }> => {
     const port = await freePort();
     // Nothing but the port and the data directory set: every other setting is the quick start's default.
-    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, QUOTES_PORT: String(port), QUOTES_DATA_DIR: dir.path };
+    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, QUOTES_PORT: String(port), QUOTES_DATA_DIR: dir.path, QUOTES_METRICS_PORT: String(await freePort()) };
     const proc = spawnManaged(process.execPath, [BIN, 'quickstart'], { cwd: ROOT, env });
     running.push(proc);
     await waitFor(() => proc.output().includes('Stop: Ctrl+C'), { what: `quick start banner; output so far:\n${proc.output()}`, ...BOUND });
