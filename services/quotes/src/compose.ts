@@ -16,6 +16,7 @@ import { SimulatedMarket } from './market/simulated-market.js';
 import { fileSupply, PaprikaSupply, type SupplySource } from './market/supply-source.js';
 import type { FxSource, MarketSource } from './market/types.js';
 import { QuotesMetrics } from './observability/quotes-metrics.js';
+import type { QuotesTracing } from './observability/tracing.js';
 import { packageRoot } from './package-root.js';
 import { connectRemoteDecider, createGate, embeddedDecider } from './ratelimit/create-gate.js';
 import type { RateLimitDecider } from './ratelimit/decider.js';
@@ -34,15 +35,25 @@ import type { Store } from './store/types.js';
  * the CLI, the two entry points.
  */
 
-/** Collaborators of the app as production runs it. */
-export function createDeps(settings: Readonly<Settings>, logger: Logger, clock: Clock = systemClock, waits: { sleep?: (ms: number) => Promise<void> } = {}): AppDeps {
+/**
+ * Collaborators of the app as production runs it. With `tracing` (TRACING_ENABLED; main.ts loads
+ * it), the store, the sources and the rate limit decider are wrapped in its spans.
+ */
+export function createDeps(settings: Readonly<Settings>, logger: Logger, clock: Clock = systemClock, waits: { sleep?: (ms: number) => Promise<void> } = {}, tracing?: QuotesTracing): AppDeps {
   const plans = loadPlans(settings.plansFile ?? defaultPlansFile(packageRoot()));
-  const store = openStore(settings);
+  const opened = openStore(settings);
+  const store = tracing?.traceStore(opened) ?? opened;
   const counters = new UpstreamCounters();
-  const { market, fx } = createSources(settings, { clock, log: logger, counters, ...waits });
+  const sources = createSources(settings, { clock, log: logger, counters, ...waits });
+  const market = tracing?.traceMarket(sources.market) ?? sources.market;
+  const fx = tracing?.traceFx(sources.fx) ?? sources.fx;
   // The Prometheus registry when QUOTES_METRICS_PORT is set (main.ts serves it).
   const metrics = settings.metricsPort > 0 ? new QuotesMetrics() : undefined;
-  const rateLimit = createRateLimitGate(settings, logger, clock, (d) => metrics?.wrapDecider(d) ?? d);
+  const observe = (d: RateLimitDecider): RateLimitDecider => {
+    const traced = tracing?.traceDecider(d) ?? d;
+    return metrics?.wrapDecider(traced) ?? traced;
+  };
+  const rateLimit = createRateLimitGate(settings, logger, clock, observe);
   const replication = createReplication(settings, logger);
   return { store, market, fx, plans, clock, logger, random: randomBytes, counters, rateLimit, replication, metrics };
 }

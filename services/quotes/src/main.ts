@@ -5,6 +5,7 @@ import { replicaConfigProblems } from './cluster/replica-config.js';
 import { createDeps } from './compose.js';
 import { createLogger, logDestination } from './logger.js';
 import { startMetricsServer, type MetricsServer } from './observability/metrics-server.js';
+import type { QuotesTracing } from './observability/tracing.js';
 import { SettingsError, type Settings } from './settings.js';
 
 /** Exit status of a replica that lost the ingest lease (EX_TEMPFAIL): the orchestrator restarts it, as a follower. */
@@ -23,10 +24,13 @@ export interface RunningServer {
 export async function startServer(settings: Readonly<Settings>, logger: Logger = createLogger(settings.logLevel, logDestination(settings.logFormat))): Promise<RunningServer> {
   const problems = replicaConfigProblems(settings);
   if (problems.length > 0) throw new SettingsError(problems);
-  const deps = createDeps(settings, logger);
+  const tracing = await startTracing(settings, logger);
+  const deps = createDeps(settings, logger, undefined, undefined, tracing);
   const applied = await deps.store.migrate();
   if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
-  const app = await buildApp(settings, deps);
+  // Traced, every request goes through fastify (the cached-quote fast path bypasses its hooks).
+  const app = await buildApp(tracing === undefined ? settings : Object.freeze({ ...settings, fastPath: false }), deps);
+  tracing?.instrument(app);
   let metricsServer: MetricsServer | undefined;
   if (deps.metrics !== undefined) {
     const replication = deps.replication;
@@ -52,6 +56,7 @@ export async function startServer(settings: Readonly<Settings>, logger: Logger =
       await metricsServer?.close();
       await app.close();
       await deps.store.close();
+      await tracing?.shutdown();
     })());
   // A replica whose ingest term ended has stopped ingesting already (Replication); it restarts
   // as a fresh follower rather than restarting each ingest component in place. In-flight
@@ -65,6 +70,23 @@ export async function startServer(settings: Readonly<Settings>, logger: Logger =
     stop().then(exit, exit);
   });
   return { app, url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, stop, metricsUrl: metricsServer === undefined ? undefined : `http://${metricsServer.address.family === 'IPv6' ? `[${metricsServer.address.address}]` : metricsServer.address.address}:${metricsServer.address.port}/metrics` };
+}
+
+/** OpenTelemetry when TRACING_ENABLED=true, loaded only then (observability/tracing.ts). */
+async function startTracing(settings: Readonly<Settings>, logger: Logger): Promise<QuotesTracing | undefined> {
+  if (!settings.tracingEnabled) return undefined;
+  const { createQuotesTracing } = await import('./observability/tracing.js');
+  return await createQuotesTracing(
+    {
+      protocol: settings.tracingExporterProtocol,
+      serviceName: settings.tracingServiceName,
+      serviceNamespace: settings.tracingServiceNamespace,
+      serviceInstanceId: settings.tracingServiceInstanceId,
+      samplingRate: settings.tracingSamplingRate,
+      propagators: settings.tracingPropagators,
+    },
+    { logger: logger.child({ component: 'tracing' }) },
+  );
 }
 
 /** Stops gracefully on SIGTERM / SIGINT: in-flight requests finish, new ones get 503. */

@@ -1,7 +1,7 @@
 import type { RateLimitRequestMsg, RateLimitResponseMsg } from '@rls/rls-proto';
 import type { RateLimitDecider } from '../ratelimit/decider.js';
 
-export type ShouldRateLimitCall = (req: RateLimitRequestMsg) => Promise<RateLimitResponseMsg>;
+export type ShouldRateLimitCall = (req: RateLimitRequestMsg, metadata?: Readonly<Record<string, string>>) => Promise<RateLimitResponseMsg>;
 
 /**
  * `decider` with its asynchronous call (the one that does I/O) replaced by `wrap(call)`; the
@@ -9,7 +9,7 @@ export type ShouldRateLimitCall = (req: RateLimitRequestMsg) => Promise<RateLimi
  * The metrics time the call through it, the tracing opens a span and injects the trace context.
  */
 export function wrapDeciderCall(decider: RateLimitDecider, wrap: (call: ShouldRateLimitCall) => ShouldRateLimitCall): RateLimitDecider {
-  const call = wrap((req) => decider.shouldRateLimit(req));
+  const call = wrap((req, metadata) => decider.shouldRateLimit(req, metadata));
   const wrapped: RateLimitDecider = {
     kind: decider.kind,
     shouldRateLimit: call,

@@ -74,9 +74,9 @@ export class QuotesMetrics {
     const errors = this.deciderErrors;
     const kind = decider.kind;
     errors.inc({ decider: kind }, 0);
-    return wrapDeciderCall(decider, (call) => (req) => {
+    return wrapDeciderCall(decider, (call) => (req, metadata) => {
       const t0 = performance.now();
-      return call(req).then(
+      return call(req, metadata).then(
         (res) => {
           seconds.observe({ decider: kind, outcome: 'ok' }, (performance.now() - t0) / 1000);
           return res;
