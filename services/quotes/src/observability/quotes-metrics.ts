@@ -61,15 +61,16 @@ export class QuotesMetrics {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     });
-    this.deciderSeconds = new Histogram({ name: 'quotes_ratelimit_decider_duration_seconds', help: 'Duration of ShouldRateLimit calls to the rate limit decider that needed I/O (the remote service over gRPC), by outcome (ok, error).', labelNames: ['decider', 'outcome'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1], registers: [registry] });
-    this.deciderErrors = new Counter({ name: 'quotes_ratelimit_decider_errors_total', help: 'ShouldRateLimit calls that got no decision (service down, deadline, error); the failure mode applied.', labelNames: ['decider'], registers: [registry] });
+    this.deciderSeconds = new Histogram({ name: 'quotes_ratelimit_decider_duration_seconds', help: 'Duration of ShouldRateLimit calls to the remote rate limit service (gRPC), by outcome (ok, error).', labelNames: ['decider', 'outcome'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1], registers: [registry] });
+    this.deciderErrors = new Counter({ name: 'quotes_ratelimit_decider_errors_total', help: 'ShouldRateLimit calls to the remote rate limit service that got no decision (service down, deadline, error); the failure mode applied.', labelNames: ['decider'], registers: [registry] });
   }
 
   /**
-   * The decider with its calls timed. Only the asynchronous call is wrapped: the embedded engine's
-   * synchronous answers (shouldRateLimitNow) pass through untouched.
+   * The remote decider with its calls timed. The embedded engine is returned as it is: it answers
+   * synchronously without I/O, and its failures are counted by the gate (quotes_limiter_decisions_total).
    */
   wrapDecider(decider: RateLimitDecider): RateLimitDecider {
+    if (decider.kind !== 'remote') return decider;
     const seconds = this.deciderSeconds;
     const errors = this.deciderErrors;
     const kind = decider.kind;

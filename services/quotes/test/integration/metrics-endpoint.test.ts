@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { request } from 'node:http';
+import { spawnSync } from 'node:child_process';
 import { freePort, waitFor } from '@rls/testkit';
 import pino from 'pino';
 import { startServer, type RunningServer } from '../../src/main.js';
@@ -113,6 +114,37 @@ describe('quotes /metrics', () => {
     assert.ok(sum(now, 'quotes_cache_bytes', { cache: 'quotes' }) > 0);
     assert.ok(sum(now, 'quotes_market_snapshot_version') >= 1);
     assert.ok(now.some((s) => s.name === 'quotes_market_refresh_age_seconds' && s.labels.source === 'tickers'));
+  });
+
+  test('promtool check metrics accepts the exposition', async () => {
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const r = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8', timeout: 30_000 });
+    if (r.error) assert.fail(`promtool could not run (${r.error.message}); install Debian's prometheus package (.ci/run does)`);
+    // prom-client's default collectors name three gauges `nodejs_active_*_total` (a lint finding,
+    // not an error: Prometheus scrapes them); every metric of the service's own passes.
+    const findings = `${r.stdout}${r.stderr}`.split('\n').filter((l) => l.trim() !== '');
+    const foreign = /^nodejs_active_(handles|requests|resources)_total non-counter metrics should not have "_total" suffix$/;
+    assert.deepEqual(findings.filter((l) => !foreign.test(l)), [], 'promtool check metrics findings');
+  });
+
+  test('an open stream shows in the stream families', async () => {
+    const before = await scrape();
+    const ac = new AbortController();
+    const res = await fetch(`http://127.0.0.1:${apiPort}/api/v2/crypto/stream?coin=BTC`, { headers: { authorization: `Bearer ${token}` }, signal: ac.signal });
+    assert.equal(res.status, 200);
+    const reader = res.body!.getReader();
+    try {
+      // The first event: the current quote.
+      let text = '';
+      while (!text.includes('event: quote')) text += Buffer.from((await reader.read()).value ?? []).toString();
+      const open = await scrape();
+      assert.equal(sum(open, 'quotes_streams_open'), 1);
+      assert.ok(sum(open, 'quotes_stream_events_sent_total') > sum(before, 'quotes_stream_events_sent_total'), 'events counted');
+    } finally {
+      ac.abort();
+    }
+    await waitFor(async () => sum(await scrape(), 'quotes_streams_closed_total', { reason: 'client' }) === sum(before, 'quotes_streams_closed_total', { reason: 'client' }) + 1, { what: 'the stream counted as closed', timeoutMs: 5000, intervalMs: 20 });
+    assert.equal(sum(await scrape(), 'quotes_streams_open'), 0);
   });
 
   test('1,000 distinct paths, methods and Hosts add no label values', async () => {
