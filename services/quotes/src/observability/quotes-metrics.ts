@@ -1,7 +1,7 @@
 // The quotes service's Prometheus metrics (docs/quotes.md, "Observability"), on prom-client.
 //
-// Cost on the request path: one onResponse hook (a counter increment and a histogram observation
-// on label values that are fixed strings). Everything else is read at scrape time from counters
+// Cost on the request path: one onResponse hook (request-stats.ts: array increments, no label
+// hashing). Everything else is read at scrape time from counters
 // the components keep anyway (the rate limit gate, the monthly quota, the streams, the caches, the
 // upstream counters, the fast path), so no request pays for it.
 //
@@ -17,17 +17,14 @@ import type { QuotesServices } from '../app.js';
 import type { RateLimitDecider } from '../ratelimit/decider.js';
 import type { MarketSnapshot } from '../market/market-snapshots.js';
 import { wrapDeciderCall } from './decider-wrap.js';
+import { RequestStats } from './request-stats.js';
 
 /** The label of requests that matched no route (404s, probes of random paths). */
 export const UNMATCHED_ROUTE = 'unmatched';
 const METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']);
-const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx'] as const;
 /** The route of the cached-quote fast path (api/fast-quote.ts), which bypasses fastify's routing. */
 const FAST_ROUTE = '/api/v2/crypto';
 
-function statusClass(code: number): string {
-  return STATUS_CLASSES[Math.floor(code / 100)] ?? '0xx';
-}
 
 /** Collaborators read at scrape time; each may be absent (no rate limiter, no replicas, ...). */
 export interface MetricsSources {
@@ -43,8 +40,7 @@ export interface MetricsSources {
  */
 export class QuotesMetrics {
   readonly registry = new Registry();
-  private readonly requests: Counter<'route' | 'method' | 'status_class'>;
-  private readonly duration: Histogram<'route' | 'method'>;
+  private readonly requests = new RequestStats();
   private readonly deciderSeconds: Histogram<'decider' | 'outcome'>;
   private readonly deciderErrors: Counter<'decider'>;
   /** Adds the fast path's counts at scrape time (set by `instrument`). */
@@ -53,14 +49,14 @@ export class QuotesMetrics {
   constructor() {
     const registry = this.registry;
     collectDefaultMetrics({ register: registry });
-    this.requests = new Counter({ name: 'quotes_http_requests_total', help: 'HTTP requests answered, by route template, method and status class (the cached-quote fast path included).', labelNames: ['route', 'method', 'status_class'], registers: [registry], collect: () => this.collectFastPath() });
-    this.duration = new Histogram({
-      name: 'quotes_http_request_duration_seconds',
-      help: 'Time from the request to its response, by route template and method (requests answered by the cached-quote fast path are counted in quotes_http_requests_total only).',
-      labelNames: ['route', 'method'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers: [registry],
-    });
+    this.requests.register(
+      registry,
+      'quotes_http_requests_total',
+      'HTTP requests answered, by route template, method and status class (the cached-quote fast path included).',
+      'quotes_http_request_duration_seconds',
+      'Time from the request to its response, by route template and method (requests answered by the cached-quote fast path are counted in quotes_http_requests_total only).',
+      () => this.collectFastPath(),
+    );
     this.deciderSeconds = new Histogram({ name: 'quotes_ratelimit_decider_duration_seconds', help: 'Duration of ShouldRateLimit calls to the remote rate limit service (gRPC), by outcome (ok, error).', labelNames: ['decider', 'outcome'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1], registers: [registry] });
     this.deciderErrors = new Counter({ name: 'quotes_ratelimit_decider_errors_total', help: 'ShouldRateLimit calls to the remote rate limit service that got no decision (service down, deadline, error); the failure mode applied.', labelNames: ['decider'], registers: [registry] });
   }
@@ -94,12 +90,8 @@ export class QuotesMetrics {
   /** Counts every response of `app` and registers the scrape-time metrics of its components. */
   instrument(app: FastifyInstance, sources: MetricsSources): void {
     const requests = this.requests;
-    const duration = this.duration;
     app.addHook('onResponse', (request, reply, done) => {
-      const route = request.routeOptions.url ?? UNMATCHED_ROUTE;
-      const method = METHODS.has(request.method) ? request.method : 'other';
-      requests.inc({ route, method, status_class: statusClass(reply.statusCode) });
-      duration.observe({ route, method }, reply.elapsedTime / 1000);
+      requests.record(request.routeOptions.url ?? UNMATCHED_ROUTE, METHODS.has(request.method) ? request.method : 'other', reply.statusCode, reply.elapsedTime / 1000);
       done();
     });
     this.registerComponents(sources);
@@ -116,9 +108,9 @@ export class QuotesMetrics {
       const fast = services.fastPath;
       if (fast === undefined) return;
       const { served, refused } = fast.counts;
-      if (served > fastSeen.served) requests.inc({ route: FAST_ROUTE, method: 'GET', status_class: '2xx' }, served - fastSeen.served);
+      requests.add(FAST_ROUTE, 'GET', 2, served - fastSeen.served);
       // Refusals there are 429 / 402, or 503 when the limiter fails closed: counted as 4xx.
-      if (refused > fastSeen.refused) requests.inc({ route: FAST_ROUTE, method: 'GET', status_class: '4xx' }, refused - fastSeen.refused);
+      requests.add(FAST_ROUTE, 'GET', 4, refused - fastSeen.refused);
       fastSeen.served = served;
       fastSeen.refused = refused;
     };
