@@ -259,7 +259,7 @@ test('every scrape annotation names a port its container declares', () => {
   const quotes = workloads(render('redis-quotes')).find((w) => w.metadata?.name === 'quotes');
   assert.equal(quotes?.spec?.template.metadata?.annotations?.['prometheus.io/scrape'], 'true', 'quotes is scraped (quotes-metrics-scrape.yaml)');
   // The listener is where the annotation points, on the pod's interfaces (the scraper is another pod).
-  const env = envOf(quotes!, 'quotes');
+  const env = envOf(quotes, 'quotes');
   assert.equal(env.get('QUOTES_METRICS_PORT'), quotes?.spec?.template.metadata?.annotations?.['prometheus.io/port']);
   assert.equal(env.get('QUOTES_METRICS_HOST'), '0.0.0.0');
 });
