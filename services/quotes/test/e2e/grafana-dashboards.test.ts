@@ -7,6 +7,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -45,6 +46,8 @@ describe('the Grafana dashboards on a real Prometheus scraping both services und
   let quotes: ReplicaProcess;
   let prometheus: Managed;
   let prom: string;
+  let rlsMetricsUrl: string;
+  let quotesMetricsUrl: string;
   const dir = tempDir('grafana-e2e-');
   let token: string;
   let loading = true;
@@ -62,6 +65,8 @@ describe('the Grafana dashboards on a real Prometheus scraping both services und
     });
     rules = rulesTree({ 'quotes.yaml': { copyFrom: join(shippedRulesDir(), 'quotes.yaml') } });
     const [rlsMetrics, quotesMetrics, promPort] = [await freePort(), await freePort(), await freePort()];
+    rlsMetricsUrl = `http://127.0.0.1:${rlsMetrics}/metrics`;
+    quotesMetricsUrl = `http://127.0.0.1:${quotesMetrics}/metrics`;
     rls = await startRateLimit(redis.port, rules, { USE_PULL_METRICS: 'true', PULL_METRICS_ADDR: `127.0.0.1:${rlsMetrics}` });
 
     await pgs.createDatabase('quotes');
@@ -163,6 +168,22 @@ describe('the Grafana dashboards on a real Prometheus scraping both services und
       }
     });
   }
+
+  test('promtool check metrics on both /metrics outputs under load: only the known naming findings', async () => {
+    // Findings that are naming conventions, not errors: ratelimit's counters keep upstream's statsd
+    // names without `_total` (the shipped rules and dashboards use them), and prom-client's default
+    // collectors name three gauges `nodejs_active_*_total`.
+    const known = [/^\S+ counter metrics should have "_total" suffix$/, /^nodejs_active_(handles|requests|resources)_total non-counter metrics should not have "_total" suffix$/];
+    for (const [service, url] of [['ratelimit', rlsMetricsUrl], ['quotes', quotesMetricsUrl]] as const) {
+      const text = await (await fetch(url)).text();
+      const r = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8', timeout: 30_000 });
+      if (r.error) assert.fail(`promtool could not run (${r.error.message})`);
+      const findings = `${r.stdout}${r.stderr}`.split('\n').filter((l) => l.trim() !== '');
+      const unknown = findings.filter((l) => !known.some((k) => k.test(l)));
+      assert.deepEqual(unknown, [], `${service}: promtool check metrics`);
+      if (service === 'quotes') assert.ok(findings.every((l) => l.startsWith('nodejs_active_')), `quotes' own metrics have no findings: ${findings.join('; ')}`);
+    }
+  });
 
   test('the quotes rules record from the real series, and no alert fires on a healthy stack', async () => {
     await waitFor(async () => hasData(await query(prom, 'job:quotes_http_requests_5xx:ratio_rate5m{job="quotes"}')), { what: 'the recorded 5xx ratio', timeoutMs: 30_000, intervalMs: 500 });
