@@ -28,7 +28,7 @@ const port = await new Promise((res) => {
     s.close(() => res(p));
   });
 });
-const env = { ...process.env, QUOTES_DATA_DIR: dir, MARKET_SOURCE: 'simulated', QUOTES_SIM_SEED: '42', QUOTES_HOST: '127.0.0.1', QUOTES_PORT: String(port) };
+const env = { ...process.env, QUOTES_DATA_DIR: dir, MARKET_SOURCE: 'simulated', QUOTES_SIM_SEED: '42', QUOTES_HOST: '127.0.0.1', QUOTES_METRICS_PORT: '0', QUOTES_PORT: String(port) };
 const cli = (...args) => execFileSync(process.execPath, [BIN, ...args], { env }).toString();
 
 cli('migrate');

@@ -244,7 +244,7 @@ async function main() {
     const port = await freePort();
     const server = spawn(process.execPath, ['--conditions=source', '--import', 'tsx', 'services/quotes/src/cli/main.ts', 'serve'], {
       cwd: root,
-      env: { ...process.env, QUOTES_DATA_DIR: dir, QUOTES_HOST: '127.0.0.1', QUOTES_PORT: String(port), MARKET_SOURCE: 'simulated', QUOTES_LOG_LEVEL: 'warn', QUOTES_REFRESH_SECONDS: '1', RATELIMIT_ENABLED: 'false' },
+      env: { ...process.env, QUOTES_DATA_DIR: dir, QUOTES_HOST: '127.0.0.1', QUOTES_METRICS_PORT: '0', QUOTES_PORT: String(port), MARKET_SOURCE: 'simulated', QUOTES_LOG_LEVEL: 'warn', QUOTES_REFRESH_SECONDS: '1', RATELIMIT_ENABLED: 'false' },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
     const stop = () => server.kill('SIGTERM');

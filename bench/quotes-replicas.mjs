@@ -64,7 +64,7 @@ async function startReplica(role, extra = {}) {
     DATABASE_URL: pgs.urlFor('quotes'),
     QUOTES_ROLE: role,
     QUOTES_HOST: '127.0.0.1',
-    QUOTES_PORT: String(port),
+    QUOTES_METRICS_PORT: '0', QUOTES_PORT: String(port),
     // Access lines would pile up in this process's pipe buffers; the replicas case is about the database and the lease.
     QUOTES_LOG_LEVEL: 'warn',
     QUOTES_PLANS_FILE: join(dir.path, 'plans.json'),

@@ -6,7 +6,8 @@
 // The quotes server runs at the defaults a user runs: access logging at QUOTES_LOG_LEVEL (default
 // info) into BENCH_LOG_FILE (the service's default destination, synchronous), burst limits on
 // (the embedded engine, RATELIMIT_ENABLED) with the shipped rules lifted so it measures serving, not
-// refusing. Run from source: node --conditions=source --import tsx bench/quotes-servers.mjs ...
+// refusing. QUOTES_METRICS_PORT=<port> adds the Prometheus request hook (off by default here).
+// Run from source: node --conditions=source --import tsx bench/quotes-servers.mjs ...
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,7 +42,7 @@ if (mode === 'plain') {
   const shipped = readFileSync(new URL('../services/quotes/ratelimit/quotes.yaml', import.meta.url), 'utf8');
   writeFileSync(join(rules, 'quotes.yaml'), shipped.replace(/requests_per_unit: \d+/g, 'requests_per_unit: 1000000000'));
   const level = process.env.QUOTES_LOG_LEVEL ?? 'info';
-  const settings = loadSettings({ MARKET_SOURCE: 'simulated', QUOTES_DATA_DIR: dir, QUOTES_PLANS_FILE: join(dir, 'plans.json'), QUOTES_LOG_LEVEL: level, QUOTES_HOST: '127.0.0.1', QUOTES_PORT: '0', RATELIMIT_ENABLED: process.env.RATELIMIT_ENABLED ?? 'true', RATELIMIT_RULES_DIR: rules, QUOTES_FAST_PATH: process.env.QUOTES_FAST_PATH ?? 'true', QUOTES_COMPRESSION_MIN_BYTES: process.env.QUOTES_COMPRESSION_MIN_BYTES ?? '4096' });
+  const settings = loadSettings({ MARKET_SOURCE: 'simulated', QUOTES_DATA_DIR: dir, QUOTES_PLANS_FILE: join(dir, 'plans.json'), QUOTES_LOG_LEVEL: level, QUOTES_HOST: '127.0.0.1', QUOTES_METRICS_PORT: process.env.QUOTES_METRICS_PORT ?? '0', QUOTES_PORT: '0', RATELIMIT_ENABLED: process.env.RATELIMIT_ENABLED ?? 'true', RATELIMIT_RULES_DIR: rules, QUOTES_FAST_PATH: process.env.QUOTES_FAST_PATH ?? 'true', QUOTES_COMPRESSION_MIN_BYTES: process.env.QUOTES_COMPRESSION_MIN_BYTES ?? '4096' });
   // The service's own default destination (synchronous, as on stdout), to a file instead;
   // BENCH_LOG_SYNC=false: pino's asynchronous sonic-boom (BENCH_LOG_MINLEN bytes buffered).
   const logFile = process.env.BENCH_LOG_FILE ?? '/dev/null';
@@ -49,6 +50,8 @@ if (mode === 'plain') {
   const deps = createDeps(settings, logger);
   await deps.store.migrate();
   const app = await buildApp(settings, deps);
+  // QUOTES_METRICS_PORT set: the request hook of the metrics as main.ts installs it (the listener itself is not started).
+  deps.metrics?.instrument(app, { services: app.quotes, clock: deps.clock, ingesting: () => true });
   const { token } = await app.quotes.accounts.createToken('bench', 'pro');
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();

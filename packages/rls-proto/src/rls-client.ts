@@ -37,6 +37,8 @@ export interface CallOptions {
   deadlineMs?: number | undefined;
   /** Cancels the call when aborted. */
   signal?: AbortSignal | undefined;
+  /** Request metadata to send (e.g. W3C `traceparent`); lower-case ASCII names and values. */
+  metadata?: Readonly<Record<string, string>> | undefined;
 }
 
 /** A failed call; `code` is the gRPC status code (e.g. 14 UNAVAILABLE, 4 DEADLINE_EXCEEDED). */
@@ -96,7 +98,9 @@ export function createRateLimitClient(opts: RateLimitClientOptions): RateLimitCl
       }
       const deadline = Date.now() + (call?.deadlineMs ?? defaultTimeout);
       const onAbort = (): void => handle.cancel();
-      const handle = client.makeUnaryRequest(path, ser, de, req, new grpc.Metadata(), { deadline }, (err, value) => {
+      const metadata = new grpc.Metadata();
+      if (call?.metadata !== undefined) for (const [k, v] of Object.entries(call.metadata)) metadata.set(k, v);
+      const handle = client.makeUnaryRequest(path, ser, de, req, metadata, { deadline }, (err, value) => {
         signal?.removeEventListener('abort', onAbort);
         if (err !== null) reject(toRpcError(err));
         else if (value === undefined) reject(new RateLimitRpcError(grpc.status.INTERNAL, 'empty response', '13 INTERNAL: empty response'));

@@ -58,6 +58,7 @@ import type { FxSource, MarketSource } from './market/types.js';
 import { packageRoot } from './package-root.js';
 import { QuoteService } from './service/quote-service.js';
 import type { Settings } from './settings.js';
+import type { QuotesMetrics } from './observability/quotes-metrics.js';
 import { originOf } from './origin.js';
 import type { Store } from './store/types.js';
 
@@ -78,6 +79,8 @@ export interface AppDeps {
   rateLimit?: RateLimitGate | undefined;
   /** Several replicas on PostgreSQL: the ingest lease and the shared market state; absent for one process. */
   replication?: Replication | undefined;
+  /** The Prometheus metrics (QUOTES_METRICS_PORT); main.ts instruments the built app and serves them. */
+  metrics?: QuotesMetrics | undefined;
 }
 
 /** Services built by the app, reachable as `app.quotes` (CLI-like operations in tests). */
@@ -104,6 +107,10 @@ export interface QuotesServices {
   streams: QuoteStreamHub;
   /** The market data of the CoinGecko-compatible API (the dashboard's market page uses its views too). */
   marketData: MarketData;
+  /** Quotes and their caches (the metrics read the caches and the history queue). */
+  quoteService: QuoteService;
+  /** The monthly quota limiter (the metrics read its refusals). */
+  monthlyQuota: MonthlyQuota;
 }
 
 declare module 'fastify' {
@@ -133,7 +140,8 @@ export async function buildApp(settings: Readonly<Settings>, deps: AppDeps): Pro
   };
   // Burst limits first: a request refused with 429 never counts against the monthly quota.
   const burst = deps.rateLimit === undefined ? [] : [new BurstLimiter(deps.rateLimit)];
-  const limiters: RequestLimiter[] = [...burst, new MonthlyQuota(buffered ?? store.usage, clock, daily), ...(deps.extraLimiters ?? [])];
+  const monthlyQuota = new MonthlyQuota(buffered ?? store.usage, clock, daily);
+  const limiters: RequestLimiter[] = [...burst, monthlyQuota, ...(deps.extraLimiters ?? [])];
   const users = new UserService({
     users: store.users,
     sessions: store.sessions,
@@ -205,7 +213,7 @@ export async function buildApp(settings: Readonly<Settings>, deps: AppDeps): Pro
       lifetimeMs: settings.streamLifetimeSeconds * 1000,
     },
   });
-  const services: QuotesServices = { accounts, history, pricedHistory, snapshots, catalog, store, marketSource: market.kind, flushUsage, backfill, counters, users, rateLimit: deps.rateLimit, fastPath: undefined, streams, marketData };
+  const services: QuotesServices = { accounts, history, pricedHistory, snapshots, catalog, store, marketSource: market.kind, flushUsage, backfill, counters, users, rateLimit: deps.rateLimit, fastPath: undefined, streams, marketData, quoteService: quotes, monthlyQuota };
   app.decorate('quotes', services);
   // What the ingesting replica runs (the only process, without replicas): market refresh (tickers
   // and FX), exchange streams, history backfill.

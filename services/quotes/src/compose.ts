@@ -15,6 +15,8 @@ import { SimulatedFx } from './market/simulated-fx.js';
 import { SimulatedMarket } from './market/simulated-market.js';
 import { fileSupply, PaprikaSupply, type SupplySource } from './market/supply-source.js';
 import type { FxSource, MarketSource } from './market/types.js';
+import { QuotesMetrics } from './observability/quotes-metrics.js';
+import type { QuotesTracing } from './observability/tracing.js';
 import { packageRoot } from './package-root.js';
 import { connectRemoteDecider, createGate, embeddedDecider } from './ratelimit/create-gate.js';
 import type { RateLimitDecider } from './ratelimit/decider.js';
@@ -33,15 +35,27 @@ import type { Store } from './store/types.js';
  * the CLI, the two entry points.
  */
 
-/** Collaborators of the app as production runs it. */
-export function createDeps(settings: Readonly<Settings>, logger: Logger, clock: Clock = systemClock, waits: { sleep?: (ms: number) => Promise<void> } = {}): AppDeps {
+/**
+ * Collaborators of the app as production runs it. With `tracing` (TRACING_ENABLED; main.ts loads
+ * it), the store, the sources and the rate limit decider are wrapped in its spans.
+ */
+export function createDeps(settings: Readonly<Settings>, logger: Logger, clock: Clock = systemClock, waits: { sleep?: (ms: number) => Promise<void> } = {}, tracing?: QuotesTracing): AppDeps {
   const plans = loadPlans(settings.plansFile ?? defaultPlansFile(packageRoot()));
-  const store = openStore(settings);
+  const opened = openStore(settings);
+  const store = tracing?.traceStore(opened) ?? opened;
   const counters = new UpstreamCounters();
-  const { market, fx } = createSources(settings, { clock, log: logger, counters, ...waits });
-  const rateLimit = createRateLimitGate(settings, logger, clock);
+  const sources = createSources(settings, { clock, log: logger, counters, ...waits });
+  const market = tracing?.traceMarket(sources.market) ?? sources.market;
+  const fx = tracing?.traceFx(sources.fx) ?? sources.fx;
+  // The Prometheus registry when QUOTES_METRICS_PORT is set (main.ts serves it).
+  const metrics = settings.metricsPort > 0 ? new QuotesMetrics() : undefined;
+  const observe = (d: RateLimitDecider): RateLimitDecider => {
+    const traced = tracing?.traceDecider(d) ?? d;
+    return metrics?.wrapDecider(traced) ?? traced;
+  };
+  const rateLimit = createRateLimitGate(settings, logger, clock, observe);
   const replication = createReplication(settings, logger);
-  return { store, market, fx, plans, clock, logger, random: randomBytes, counters, rateLimit, replication };
+  return { store, market, fx, plans, clock, logger, random: randomBytes, counters, rateLimit, replication, metrics };
 }
 
 /**
@@ -114,11 +128,14 @@ export function createSources(settings: Readonly<Settings>, o: SourceOptions): {
   return { market, fx };
 }
 
-/** Remote when RATELIMIT_GRPC_ADDR is set, embedded otherwise; undefined with RATELIMIT_ENABLED=false. */
-export function createRateLimitGate(settings: Readonly<Settings>, logger: Logger, clock: Clock): RateLimitGate | undefined {
+/**
+ * Remote when RATELIMIT_GRPC_ADDR is set, embedded otherwise; undefined with RATELIMIT_ENABLED=false.
+ * `observe` wraps the decider (metrics, tracing).
+ */
+export function createRateLimitGate(settings: Readonly<Settings>, logger: Logger, clock: Clock, observe: (d: RateLimitDecider) => RateLimitDecider = (d) => d): RateLimitGate | undefined {
   if (!settings.rateLimitEnabled) return undefined;
   const address = settings.rateLimitGrpcAddr;
   const decider: RateLimitDecider =
     address === undefined ? embeddedDecider(settings.rateLimitRulesDir, clock) : connectRemoteDecider({ address, tls: settings.rateLimitTls, timeoutMs: settings.rateLimitTimeoutMs }, logger);
-  return createGate(decider, { domain: settings.rateLimitDomain, failureMode: settings.rateLimitFailureMode, address }, logger, clock);
+  return createGate(observe(decider), { domain: settings.rateLimitDomain, failureMode: settings.rateLimitFailureMode, address }, logger, clock);
 }

@@ -23,6 +23,8 @@ import { isBaseInterval, type BaseInterval } from './history/intervals.js';
 import { HISTORY_SETTING_DEFS } from './history/history-settings.js';
 import { COINGECKO_SETTING_DEFS } from './coingecko/coingecko-settings.js';
 import { STREAM_SETTING_DEFS } from './stream/stream-settings.js';
+import { METRICS_SETTING_DEFS } from './observability/metrics-settings.js';
+import { TRACING_SETTING_DEFS } from './observability/tracing-settings.js';
 import { isSupportedDatabaseUrl, parseDatabaseUrl } from './store/database-url.js';
 import { parsePublicOrigin } from './origin.js';
 
@@ -362,6 +364,8 @@ export const SETTING_DEFS = {
   ...STREAM_SETTING_DEFS,
   ...HISTORY_SETTING_DEFS,
   ...COINGECKO_SETTING_DEFS,
+  ...METRICS_SETTING_DEFS,
+  ...TRACING_SETTING_DEFS,
 } as const;
 
 type DeclaredValues = ValuesOf<typeof SETTING_DEFS>;

@@ -9,6 +9,8 @@ import { monthKey, nextMonthStart } from './usage-month.js';
 /** Counts every admitted request per token per UTC calendar month and refuses past the plan's quota. */
 export class MonthlyQuota implements RequestLimiter {
   readonly name = 'monthly-quota';
+  /** Requests refused since start (the metrics read it). */
+  refused = 0;
   constructor(
     private readonly usage: UsageCounter,
     private readonly clock: Clock,
@@ -48,6 +50,7 @@ export class MonthlyQuota implements RequestLimiter {
   /** Headers for an admitted request (`count` after it), or the refusal when `count` is undefined. */
   private outcome(account: Account, now: number, period: { reset: number; resetIso: string }, limit: number, count: number | undefined): Readonly<Record<string, string>> {
     if (count === undefined) {
+      this.refused++;
       const headers = { 'x-quota-limit': String(limit), 'x-quota-remaining': '0', 'x-quota-reset': period.resetIso };
       throw new QuotesError('QUOTA_EXHAUSTED', { limit, retryAfterSeconds: Math.ceil((period.reset - now) / 1000), headers });
     }

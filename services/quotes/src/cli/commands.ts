@@ -41,7 +41,7 @@ export const QUICKSTART_DEFAULTS: Readonly<Record<string, string>> = Object.free
 const QUICKSTART_TOKEN = /^quickstart-/;
 
 /** The quick start's banner: every place to look at, with the token where a URL needs one. */
-export function quickstartBanner(url: string, token: { id: string; token: string }, revoked: number, publicMarket: boolean, simulated: boolean): string[] {
+export function quickstartBanner(url: string, token: { id: string; token: string }, revoked: number, publicMarket: boolean, simulated: boolean, metricsUrl?: string): string[] {
   const t = token.token;
   return [
     '',
@@ -55,6 +55,7 @@ export function quickstartBanner(url: string, token: { id: string; token: string
     `  CoinGecko API     ${url}/api/v3   (e.g. ${url}/api/v3/coins/markets?vs_currency=usd&x_cg_demo_api_key=${t})`,
     `  Live stream       ${url}/api/v2/crypto/stream?coin=BTC,ETH&currency=USD&token=${t}`,
     `  Health            ${url}/health`,
+    ...(metricsUrl === undefined ? [] : [`  Metrics           ${metricsUrl}   (Prometheus, a port of its own: QUOTES_METRICS_PORT)`]),
     '',
     `Token ${token.id} (plan pro), shown once: ${t}${revoked > 0 ? `   (the previous quick-start token${revoked === 1 ? ' was' : 's were'} revoked)` : ''}`,
     'Try:',
@@ -155,7 +156,7 @@ export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io
         // The market page's first board reads a week of hourly candles of every coin: built now, so
         // the newcomer's first visit finds it ready.
         if (settings.publicMarket) server.app.inject({ url: '/dashboard/api/public/market?currency=USD' }).catch((err: unknown) => logger.warn({ err }, 'warming the market page failed'));
-        for (const line of quickstartBanner(server.url, { id: created.record.id, token: created.token }, revoked, settings.publicMarket, settings.marketSource === 'simulated')) io.out(line);
+        for (const line of quickstartBanner(server.url, { id: created.record.id, token: created.token }, revoked, settings.publicMarket, settings.marketSource === 'simulated', server.metricsUrl)) io.out(line);
         return 0;
       }
       case 'migrate': {

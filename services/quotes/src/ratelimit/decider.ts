@@ -12,8 +12,11 @@ export interface PreparedDecision {
  */
 export interface RateLimitDecider {
   readonly kind: 'remote' | 'embedded';
-  /** Rejects when no decision could be had (service down, timeout, no rules). */
-  shouldRateLimit(req: RateLimitRequestMsg): Promise<RateLimitResponseMsg>;
+  /**
+   * Rejects when no decision could be had (service down, timeout, no rules). `metadata` goes with
+   * a remote call (the trace context); the embedded engine ignores it.
+   */
+  shouldRateLimit(req: RateLimitRequestMsg, metadata?: Readonly<Record<string, string>>): Promise<RateLimitResponseMsg>;
   /**
    * The decision at once, when it needs no I/O (the embedded engine on its memory store): the
    * response, a throw where `shouldRateLimit` would reject, or undefined (nothing counted) when

@@ -27,8 +27,8 @@ export class RemoteDecider implements RateLimitDecider {
   waitForReady(timeoutMs: number): Promise<void> {
     return this.client.waitForReady(timeoutMs);
   }
-  shouldRateLimit(req: RateLimitRequestMsg): Promise<RateLimitResponseMsg> {
-    return this.client.shouldRateLimit(req);
+  shouldRateLimit(req: RateLimitRequestMsg, metadata?: Readonly<Record<string, string>>): Promise<RateLimitResponseMsg> {
+    return this.client.shouldRateLimit(req, metadata === undefined ? undefined : { metadata });
   }
   close(): Promise<void> {
     this.client.close();

@@ -5,7 +5,7 @@ import type { BaseInterval } from '../history/intervals.js';
 import type { Candle, DailyRate } from '../market/types.js';
 import { migrateToLatest, type Dialect } from './migrations.js';
 import type { Database, TokensTable } from './schema.js';
-import type { BackfillState, BackfillStateRepository, CandleBucket, CandleRepository, Coverage, FxRateRepository, Store, TokenRecord, TokenRepository, UsageRepository, UsageRow } from './types.js';
+import type { BackfillState, BackfillStateRepository, CandleBucket, CandleRepository, Coverage, FxRateRepository, PoolStats, Store, TokenRecord, TokenRepository, UsageRepository, UsageRow } from './types.js';
 
 /** Writes many candles of one series at once; each dialect has its own fastest way. */
 export type BulkCandleWriter = (seriesId: number, candles: readonly Candle[]) => Promise<void>;
@@ -273,6 +273,7 @@ class KyselyBackfillState implements BackfillStateRepository {
 /** The SQL store: one implementation over Kysely for SQLite and PostgreSQL. */
 export class KyselyStore implements Store {
   readonly changeVersion?: () => number;
+  readonly poolStats?: () => PoolStats;
   readonly tokens: TokenRepository;
   readonly usage: UsageRepository;
   readonly candles: CandleRepository;
@@ -290,9 +291,10 @@ export class KyselyStore implements Store {
     readonly kind: Dialect,
     bulk: BulkCandleWriter,
     private readonly onClose: () => Promise<void>,
-    hotPath: Partial<Pick<TokenRepository, 'findByHash'> & Pick<UsageRepository, 'incrementIfBelow'> & { candleRows: CandleRowReader; changeVersion: () => number }> = {},
+    hotPath: Partial<Pick<TokenRepository, 'findByHash'> & Pick<UsageRepository, 'incrementIfBelow'> & { candleRows: CandleRowReader; changeVersion: () => number; poolStats: () => PoolStats }> = {},
   ) {
     if (hotPath.changeVersion !== undefined) this.changeVersion = hotPath.changeVersion;
+    if (hotPath.poolStats !== undefined) this.poolStats = hotPath.poolStats;
     // The dialect's hot-path statements are handed to the repositories (no method is replaced).
     this.tokens = new KyselyTokens(db, hotPath.findByHash);
     this.usage = new KyselyUsage(db, hotPath.incrementIfBelow);

@@ -42,6 +42,7 @@ export function openPostgresStore(url: string, poolSize = 10): KyselyStore {
   // statement on the pool: the query builder costs more CPU than the round trip (measured with
   // bench/quotes-replicas.mjs).
   const hotPath = {
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     incrementIfBelow: async (tokenId: string, month: string, limit: number): Promise<number | undefined> => {
       if (limit <= 0) return undefined;
       const r = await pool.query<{ count: number }>({

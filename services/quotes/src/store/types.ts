@@ -109,6 +109,15 @@ export interface BackfillStateRepository {
   list(): Promise<BackfillState[]>;
 }
 
+/** A connection pool's state, for the metrics. */
+export interface PoolStats {
+  /** Connections open (idle or lent). */
+  total: number;
+  idle: number;
+  /** Queries waiting for a connection. */
+  waiting: number;
+}
+
 export interface Store {
   /** `sqlite`, `postgres` or `memory`. */
   readonly kind: string;
@@ -125,6 +134,8 @@ export interface Store {
    * data_version). Absent when the store cannot tell cheaply; callers then must not cache.
    */
   readonly changeVersion?: () => number;
+  /** Connections of the store's pool now (PostgreSQL); absent for stores without one (SQLite, memory). */
+  readonly poolStats?: () => PoolStats;
   /** Applies pending migrations; returns the names applied. */
   migrate(): Promise<string[]>;
   close(): Promise<void>;

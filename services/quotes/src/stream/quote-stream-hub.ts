@@ -92,6 +92,8 @@ export interface StreamStats {
   /** Token checks of open streams (batched lookups) since start. */
   accessChecks: number;
   coalesced: number;
+  /** Quote events written to streams since start. */
+  eventsSent: number;
   closed: Record<CloseReason, number>;
   /** Duration of the last fan-out, from the snapshot to the last stream written (ms). */
   lastFanOutMs: number;
@@ -162,6 +164,7 @@ export class QuoteStreamHub {
     pairQuotes: 0,
     accessChecks: 0,
     coalesced: 0,
+    eventsSent: 0,
     closed: { client: 0, stalled: 0, lifetime: 0, 'charge-refused': 0, revoked: 0, 'plan-changed': 0, shutdown: 0 },
     lastFanOutMs: 0,
     lastFanOutTurns: 0,
@@ -174,8 +177,12 @@ export class QuoteStreamHub {
 
   stats(): StreamStats {
     let coalesced = this.counters.coalesced;
-    for (const s of this.streams) coalesced += s.coalesced;
-    return { ...this.counters, closed: { ...this.counters.closed }, open: this.streams.size, pairs: this.pairs.size, activePairs: this.active.size, coalesced };
+    let eventsSent = this.counters.eventsSent;
+    for (const s of this.streams) {
+      coalesced += s.coalesced;
+      eventsSent += s.eventsSent;
+    }
+    return { ...this.counters, closed: { ...this.counters.closed }, open: this.streams.size, pairs: this.pairs.size, activePairs: this.active.size, coalesced, eventsSent };
   }
 
   /** Unsent bytes of every open stream (tests and the bench look at the bound). */
@@ -252,6 +259,7 @@ export class QuoteStreamHub {
         for (const p of pairs) this.unfollow(p);
         this.counters.closed[reason]++;
         this.counters.coalesced += s.coalesced;
+        this.counters.eventsSent += s.eventsSent;
         lease.release();
       },
     );

@@ -55,6 +55,8 @@ export class SseStream {
   closed = false;
   /** Updates merged into a later event instead of being written on their own. */
   coalesced = 0;
+  /** Quote events written. */
+  eventsSent = 0;
   nextHeartbeatAt: number;
   nextChargeAt: number;
   readonly closeAt: number;
@@ -124,6 +126,7 @@ export class SseStream {
     }
     this.pending.clear();
     this.blockedSince = undefined;
+    this.eventsSent++;
     this.res.write(sseEvent('quote', `{"coins":[${body}],"requestedAt":"${this.pendingAt}"}`, this.pendingId));
   }
 

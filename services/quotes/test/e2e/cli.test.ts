@@ -60,7 +60,7 @@ describe('quotes CLI', () => {
     const port = await freePort();
     const server = spawnManaged(process.execPath, ['--conditions=source', '--import', 'tsx', CLI, 'serve'], {
       cwd: ROOT,
-      env: { ...process.env, ...env, QUOTES_PORT: String(port), QUOTES_HOST: '127.0.0.1' },
+      env: { ...process.env, ...env, QUOTES_PORT: String(port), QUOTES_HOST: '127.0.0.1', QUOTES_METRICS_PORT: '0' },
     });
     try {
       await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health`)).ok, { what: 'quotes serve', timeoutMs: 30_000 });

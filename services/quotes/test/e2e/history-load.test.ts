@@ -104,7 +104,7 @@ describe('history under load: the real process, the heaviest allowed request bes
     cheapToken = /token: (qt_\S+)/.exec(await cli(['token', 'create', '--plan', 'pro', '--name', 'cheap'], env))?.[1] ?? '';
     assert.ok(heavyToken !== '' && cheapToken !== '');
     port = await freePort();
-    server = spawnManaged(process.execPath, [BIN, 'serve'], { env: { ...process.env, ...env, QUOTES_PORT: String(port) } });
+    server = spawnManaged(process.execPath, [BIN, 'serve'], { env: { ...process.env, ...env, QUOTES_METRICS_PORT: '0', QUOTES_PORT: String(port) } });
     await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health`)).ok, { what: 'quotes serve', timeoutMs: 30_000 });
   });
 

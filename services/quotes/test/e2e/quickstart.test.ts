@@ -43,7 +43,7 @@ describe('the quick start, as a newcomer runs it (npm run quotes)', () => {
   const start = async (): Promise<{ proc: Managed; banner: string }> => {
     const port = await freePort();
     // Nothing but the port and the data directory set: every other setting is the quick start's default.
-    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, QUOTES_PORT: String(port), QUOTES_DATA_DIR: dir.path };
+    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, QUOTES_PORT: String(port), QUOTES_DATA_DIR: dir.path, QUOTES_METRICS_PORT: String(await freePort()) };
     const proc = spawnManaged(process.execPath, [BIN, 'quickstart'], { cwd: ROOT, env });
     running.push(proc);
     await waitFor(() => proc.output().includes('Stop: Ctrl+C'), { what: `quick start banner; output so far:\n${proc.output()}`, ...BOUND });
@@ -70,13 +70,19 @@ describe('the quick start, as a newcomer runs it (npm run quotes)', () => {
     assert.match(banner, /SIMULATED market data/);
     const token = /shown once: (qt_\S+)/.exec(banner)?.[1];
     assert.ok(token !== undefined);
-    const urls = ['Market page', 'Dashboard', 'API docs', 'brapi API', 'brapi currencies', 'CoinGecko API', 'Live stream', 'Health'].map(urlOf);
+    const urls = ['Market page', 'Dashboard', 'API docs', 'brapi API', 'brapi currencies', 'CoinGecko API', 'Live stream', 'Health', 'Metrics'].map(urlOf);
     // Every URL the banner prints, wherever it is, answers.
     const all = [...new Set([...banner.matchAll(/http:\/\/127\.0\.0\.1:\d+[^\s)"]*/g)].map((m) => m[0]))];
     assert.ok(all.length >= urls.length, `${all.length} URLs in the banner`);
     for (const url of all) {
       // The curl line sends the token as a header; the other URLs carry it or need none.
       const res = await peek(url.replace(/#.*$/, ''), { authorization: `Bearer ${token}` });
+      if (url === urlOf('Metrics')) {
+        assert.equal(res.status, 200, `${url}: the metrics answer`);
+        assert.match(String(res.headers['content-type']), /^text\/plain; version=0\.0\.4/);
+        assert.match(res.body, /^# HELP /m);
+        continue;
+      }
       if (url === listening) {
         assert.equal(res.status, 302, `${url}: GET / redirects`);
         assert.equal(res.headers.location, '/dashboard/#/market', 'to the market page (public in the quick start)');

@@ -47,7 +47,7 @@ export async function startQuotesProcess(env: Record<string, string>, dataDir = 
       ...process.env,
       QUOTES_DATA_DIR: dataDir,
       QUOTES_HOST: '127.0.0.1',
-      QUOTES_PORT: String(port),
+      QUOTES_METRICS_PORT: '0', QUOTES_PORT: String(port),
       MARKET_SOURCE: 'simulated',
       QUOTES_LOG_LEVEL: 'warn',
       ...env,

@@ -31,8 +31,8 @@ export function rulesTree(files: Record<string, { text: string } | { copyFrom: s
   return { env: { RUNTIME_ROOT: join(root.path, 'current'), RUNTIME_SUBDIRECTORY: 'ratelimit', RUNTIME_APPDIRECTORY: 'config' }, dir, cleanup: root.cleanup };
 }
 
-/** Starts `ratelimit` with BACKEND_TYPE=redis on `redisPort`; resolves once gRPC and HTTP answer. */
-export async function startRateLimit(redisPort: number, rules: RulesTree): Promise<RateLimitProcess> {
+/** Starts `ratelimit` with BACKEND_TYPE=redis on `redisPort` (`extraEnv` on top); resolves once gRPC and HTTP answer. */
+export async function startRateLimit(redisPort: number, rules: RulesTree, extraEnv: Record<string, string> = {}): Promise<RateLimitProcess> {
   const [grpcPort, httpPort, debugPort] = [await freePort(), await freePort(), await freePort()];
   const env = {
     ...process.env,
@@ -49,6 +49,7 @@ export async function startRateLimit(redisPort: number, rules: RulesTree): Promi
     WORKERS: '1',
     USE_STATS_PUSH: 'false',
     LOG_LEVEL: 'warn',
+    ...extraEnv,
   };
   const proc = spawnManaged(process.execPath, ['--conditions=source', '--import', 'tsx', '-e', `import(${JSON.stringify(mainTs)}).then((m) => m.run())`], { env });
   await waitFor(

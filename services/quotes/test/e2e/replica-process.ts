@@ -33,7 +33,7 @@ export async function startReplicaProcess(name: string, role: ReplicaProcess['ro
     DATABASE_URL: o.databaseUrl,
     QUOTES_ROLE: role,
     QUOTES_HOST: '127.0.0.1',
-    QUOTES_PORT: String(port),
+    QUOTES_METRICS_PORT: '0', QUOTES_PORT: String(port),
     QUOTES_LOG_LEVEL: 'warn',
     QUOTES_PLANS_FILE: o.plansFile,
     QUOTES_LEADER_LEASE: String(o.leaseMs / 1000),

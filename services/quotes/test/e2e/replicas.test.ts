@@ -337,7 +337,7 @@ describe('three quotes replicas on one PostgreSQL, one fake exchange, the rateli
 
 describe('start-up refuses configurations that would multiply limits', () => {
   const run = async (env: Record<string, string>): Promise<{ code: number | null; output: string }> => {
-    const p = spawnManaged(process.execPath, ['--conditions=source', '--import', 'tsx', CLI, 'serve'], { cwd: ROOT, env: { ...process.env, QUOTES_LOG_LEVEL: 'warn', QUOTES_PORT: '0', MARKET_SOURCE: 'simulated', ...env } });
+    const p = spawnManaged(process.execPath, ['--conditions=source', '--import', 'tsx', CLI, 'serve'], { cwd: ROOT, env: { ...process.env, QUOTES_LOG_LEVEL: 'warn', QUOTES_METRICS_PORT: '0', QUOTES_PORT: '0', MARKET_SOURCE: 'simulated', ...env } });
     await waitFor(() => p.proc.exitCode !== null, { what: 'quotes exits', timeoutMs: 30_000 });
     return { code: p.proc.exitCode, output: p.output() };
   };

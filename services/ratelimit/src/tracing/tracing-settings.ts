@@ -2,26 +2,12 @@
 // variables (endpoint, headers, timeout, certificates) are read by the OpenTelemetry exporters
 // themselves and are not declared here.
 import { def, clampedFloat, parseBool, parseEnum } from '@rls/settings';
+import { parsePropagators } from '@rls/tracing';
 
 const bool = (raw: string): boolean => (raw === '' ? false : parseBool(raw));
 
-/** Names OTEL_PROPAGATORS may list here (docs/ratelimit.md, "Tracing"). */
-export const PROPAGATOR_NAMES = ['tracecontext', 'baggage', 'b3', 'b3multi', 'none'] as const;
-export type PropagatorName = (typeof PROPAGATOR_NAMES)[number];
-
-/** `tracecontext,b3`-style list: lower-cased, trimmed, each a known name; `none` only alone. */
-export function parsePropagators(raw: string): readonly PropagatorName[] {
-  const names = raw
-    .split(',')
-    .map((n) => n.trim().toLowerCase())
-    .filter((n) => n !== '');
-  if (names.length === 0) throw new Error(`expected a comma-separated list of ${PROPAGATOR_NAMES.join(', ')}`);
-  for (const n of names) {
-    if (!(PROPAGATOR_NAMES as readonly string[]).includes(n)) throw new Error(`unknown propagator '${n}' (expected ${PROPAGATOR_NAMES.join(', ')})`);
-  }
-  if (names.includes('none') && names.length > 1) throw new Error('none cannot be combined with other propagators');
-  return Object.freeze(names as PropagatorName[]);
-}
+// The names and their parser are shared with the quotes service (@rls/tracing).
+export { PROPAGATOR_NAMES, parsePropagators, type PropagatorName } from '@rls/tracing';
 const str = (raw: string): string => raw;
 
 export const TRACING_SETTING_DEFS = {

@@ -3,7 +3,7 @@
 // with tracing off there is no tracing code on the request path at all.
 //
 // Spans: `ShouldRateLimit Execution` (attribute `domain`) per call, continuing the caller's W3C
-// `traceparent`/`tracestate` or B3 (`b3`, `X-B3-*`; b3-propagator.ts) context from gRPC metadata
+// `traceparent`/`tracestate` or B3 (`b3`, `X-B3-*`; @rls/tracing) context from gRPC metadata
 // or HTTP headers (OTEL_PROPAGATORS picks which), and the counter-store round trip
 // as its child (`Redis Pipeline Execution` as upstream names it for Redis, `Counter Store
 // Execution` for other stores; attribute `pipeline length` = counters touched).
@@ -14,15 +14,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type TextMapGetter, type TextMapPropagator, type Tracer } from '@opentelemetry/api';
-import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type TextMapGetter, type Tracer } from '@opentelemetry/api';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { Algorithm, CounterOp, CounterStore, OpResult } from '@rls/engine';
 import type { Logger } from '../logger.js';
 import type { CallContext, ShouldRateLimitFn } from '../server/grpc-server.js';
-import { B3Propagator } from './b3-propagator.js';
-import type { PropagatorName } from './tracing-settings.js';
+import { DEFAULT_PROPAGATORS, propagatorFor, type PropagatorName } from '@rls/tracing';
 
 export interface TracingOptions {
   readonly protocol: 'http' | 'grpc';
@@ -35,25 +33,7 @@ export interface TracingOptions {
   readonly propagators?: readonly PropagatorName[] | undefined;
 }
 
-/**
- * The propagator for OTEL_PROPAGATORS' names, extracting in list order (each found context replaces
- * the one before, as upstream's composite does). `b3` and `b3multi` both read both B3 encodings.
- */
-export function propagatorFor(names: readonly PropagatorName[]): TextMapPropagator {
-  const list: TextMapPropagator[] = [];
-  let b3 = false;
-  for (const n of names) {
-    if (n === 'tracecontext') list.push(new W3CTraceContextPropagator());
-    else if (n === 'baggage') list.push(new W3CBaggagePropagator());
-    else if ((n === 'b3' || n === 'b3multi') && !b3) {
-      b3 = true;
-      list.push(new B3Propagator());
-    }
-  }
-  return new CompositePropagator({ propagators: list });
-}
-
-export const DEFAULT_PROPAGATORS: readonly PropagatorName[] = Object.freeze(['tracecontext', 'baggage', 'b3'] as PropagatorName[]);
+export { DEFAULT_PROPAGATORS, propagatorFor } from '@rls/tracing';
 
 export interface TracingDeps {
   readonly logger: Logger;

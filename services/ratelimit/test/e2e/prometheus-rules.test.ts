@@ -25,8 +25,8 @@ function promtool(args: string[]): string {
 
 test('promtool accepts the rule file and the example scrape configuration', () => {
   assert.match(promtool(['check', 'rules', rulesFile]), /SUCCESS: 13 rules found/);
-  // check config also loads the rule file the example names, relative to itself.
-  assert.match(promtool(['check', 'config', join(examples, 'prometheus.yml')]), /SUCCESS: 1 rule files found/);
+  // check config also loads the rule files the example names (ratelimit and quotes), relative to itself.
+  assert.match(promtool(['check', 'config', join(examples, 'prometheus.yml')]), /SUCCESS: 2 rule files found/);
 });
 
 test('promtool unit tests of the rules pass', () => {

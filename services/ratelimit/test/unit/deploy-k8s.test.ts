@@ -257,7 +257,11 @@ test('every scrape annotation names a port its container declares', () => {
     }
   }
   const quotes = workloads(render('redis-quotes')).find((w) => w.metadata?.name === 'quotes');
-  assert.equal(quotes?.spec?.template.metadata?.annotations?.['prometheus.io/scrape'], 'true', 'quotes is scraped (placeholder port: quotes-metrics-scrape.yaml)');
+  assert.equal(quotes?.spec?.template.metadata?.annotations?.['prometheus.io/scrape'], 'true', 'quotes is scraped (quotes-metrics-scrape.yaml)');
+  // The listener is where the annotation points, on the pod's interfaces (the scraper is another pod).
+  const env = envOf(quotes, 'quotes');
+  assert.equal(env.get('QUOTES_METRICS_PORT'), quotes?.spec?.template.metadata?.annotations?.['prometheus.io/port']);
+  assert.equal(env.get('QUOTES_METRICS_HOST'), '0.0.0.0');
 });
 
 test('the debug port is reachable by kubectl port-forward: bound to the pod loopback, where port-forward connects', () => {

@@ -4,7 +4,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ROOT_CONTEXT, trace, TraceFlags, type TextMapGetter } from '@opentelemetry/api';
-import { B3Propagator } from '../../src/tracing/b3-propagator.js';
+import { B3Propagator } from '@rls/tracing';
 import { parsePropagators } from '../../src/tracing/tracing-settings.js';
 import { propagatorFor } from '../../src/tracing/tracing.js';
 

@@ -1,5 +1,5 @@
-// B3 trace context (Zipkin's headers; docs/ratelimit.md, "Tracing"), extract only: the service continues
-// a caller's trace and never calls anything that would need the context injected. Both encodings
+// B3 trace context (Zipkin's headers; docs/ratelimit.md and docs/quotes.md, "Tracing"), extract only: both
+// services continue a caller's B3 trace; what they call themselves gets W3C traceparent. Both encodings
 // are read, as upstream's B3 propagator reads them (envoyproxy/ratelimit #1110):
 //   single header   b3: {TraceId}-{SpanId}[-{SamplingState}[-{ParentSpanId}]]
 //   multiple        X-B3-TraceId, X-B3-SpanId, X-B3-Sampled (1/0, true/false), X-B3-Flags (1: debug)
@@ -68,7 +68,7 @@ function fromMultiple(get: (name: string) => string | undefined): B3Context | un
 
 export class B3Propagator implements TextMapPropagator {
   inject(): void {
-    // Nothing downstream: the service makes no traced calls that would carry the context.
+    // Outgoing calls carry W3C traceparent (the tracecontext propagator), which both services read.
   }
 
   extract(context: Context, carrier: unknown, getter: TextMapGetter): Context {

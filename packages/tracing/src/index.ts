@@ -1,0 +1,2 @@
+export * from './b3-propagator.js';
+export * from './propagators.js';

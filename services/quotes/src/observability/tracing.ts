@@ -1,0 +1,216 @@
+// OpenTelemetry tracing of the quotes service (docs/quotes.md, "Tracing"), built only when
+// TRACING_ENABLED=true: compose.ts imports this module lazily, so with tracing off no tracing code
+// runs at all.
+//
+// Spans: one SERVER span per HTTP request (`GET /api/v2/crypto`: method and route template),
+// continuing the caller's W3C or B3 context (OTEL_PROPAGATORS); as its children the rate limit
+// call (`ShouldRateLimit`, CLIENT; to a remote ratelimit service the context goes along as W3C
+// `traceparent` gRPC metadata, so its span joins the same trace) and the store calls
+// (`store <repository>.<method>`). The market refresh runs on a timer, outside any request: each
+// refresh of the tickers and of the FX rates is a root span (`Market Refresh`).
+//
+// Nothing is registered globally (no global tracer provider, propagator or context manager): the
+// request's context travels in a private AsyncLocalStorage entered in the onRequest hook.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type TextMapGetter, type TextMapSetter } from '@opentelemetry/api';
+import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
+import { BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { propagatorFor, type PropagatorName } from '@rls/tracing';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import type { RateLimitDecider } from '../ratelimit/decider.js';
+import type { FxSource, MarketSource } from '../market/types.js';
+import type { Store } from '../store/types.js';
+import { wrapDeciderCall } from './decider-wrap.js';
+
+export interface TracingOptions {
+  readonly protocol: 'http' | 'grpc';
+  readonly serviceName: string;
+  readonly serviceNamespace: string;
+  /** Empty: a random version 4 UUID. */
+  readonly serviceInstanceId: string;
+  readonly samplingRate: number;
+  readonly propagators: readonly PropagatorName[];
+}
+
+export interface TracingDeps {
+  readonly logger: Logger;
+  /** Replaces the OTLP exporter (tests). */
+  readonly exporter?: SpanExporter;
+}
+
+export const RATE_LIMIT_SPAN = 'ShouldRateLimit';
+export const MARKET_REFRESH_SPAN = 'Market Refresh';
+
+const headerGetter: TextMapGetter<IncomingHttpHeaders> = {
+  keys: (carrier) => Object.keys(carrier),
+  get: (carrier, key) => carrier[key],
+};
+const recordSetter: TextMapSetter<Record<string, string>> = {
+  set: (carrier, key, value) => {
+    carrier[key] = value;
+  },
+};
+
+function endWith<T>(span: Span, work: Promise<T>): Promise<T> {
+  return work.then(
+    (v) => {
+      span.end();
+      return v;
+    },
+    (err: unknown) => {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+      span.end();
+      throw err;
+    },
+  );
+}
+
+export interface QuotesTracing {
+  /** Opens and ends a span per request of `app` (call before the app is ready). */
+  instrument(app: FastifyInstance): void;
+  /** The decider with a span per call, its context injected into a remote call's metadata. */
+  traceDecider(decider: RateLimitDecider): RateLimitDecider;
+  /** The store with a span per repository call made within a request. */
+  traceStore(store: Store): Store;
+  /** The sources with a root span per refresh (tickers, FX rates). */
+  traceMarket(market: MarketSource): MarketSource;
+  traceFx(fx: FxSource): FxSource;
+  /** Exports the queued spans; gives up after `timeoutMs` (default 5 s) so a dead collector cannot hold the shutdown. */
+  shutdown(timeoutMs?: number): Promise<void>;
+}
+
+async function createExporter(protocol: 'http' | 'grpc'): Promise<SpanExporter> {
+  if (protocol === 'grpc') {
+    const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-grpc');
+    return new OTLPTraceExporter();
+  }
+  const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
+  return new OTLPTraceExporter();
+}
+
+/** A proxy of `target` whose `methods` run `around` each call (other properties untouched; `instanceof` still holds). */
+function aroundMethods<T extends object>(target: T, methods: ReadonlySet<PropertyKey> | 'all', around: (name: string, call: () => unknown) => unknown): T {
+  return new Proxy(target, {
+    get(t, prop, receiver) {
+      const v: unknown = Reflect.get(t, prop, receiver);
+      if (typeof v !== 'function' || (methods !== 'all' && !methods.has(prop)) || typeof prop !== 'string') return v;
+      const fn = v as (...args: unknown[]) => unknown;
+      return (...args: unknown[]) => around(prop, () => fn.apply(t, args));
+    },
+  });
+}
+
+export async function createQuotesTracing(opts: TracingOptions, deps: TracingDeps): Promise<QuotesTracing> {
+  const attributes: Record<string, string> = {
+    'service.name': opts.serviceName,
+    'service.instance.id': opts.serviceInstanceId !== '' ? opts.serviceInstanceId : randomUUID(),
+  };
+  if (opts.serviceNamespace !== '') attributes['service.namespace'] = opts.serviceNamespace;
+  const exporter = deps.exporter ?? (await createExporter(opts.protocol));
+  const provider = new BasicTracerProvider({
+    resource: defaultResource().merge(resourceFromAttributes(attributes)),
+    sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(opts.samplingRate) }),
+    spanProcessors: [new BatchSpanProcessor(exporter)],
+  });
+  const tracer = provider.getTracer('quotes');
+  const active = new AsyncLocalStorage<Context>();
+  const propagator = propagatorFor(opts.propagators);
+  const spans = new WeakMap<FastifyRequest, Span>();
+  deps.logger.info({ protocol: opts.protocol, ...attributes, samplingRate: opts.samplingRate, propagators: opts.propagators.join(',') }, 'tracing enabled');
+
+  /** A child span of the request's, around `call` (a promise, or a value ended at once); no request, no span. */
+  const child = (name: string, kind: SpanKind, attrs: Record<string, string | number>, call: () => unknown): unknown => {
+    const parent = active.getStore();
+    if (parent === undefined) return call();
+    const span = tracer.startSpan(name, { kind, attributes: attrs }, parent);
+    let out: unknown;
+    try {
+      out = call();
+    } catch (err) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+      span.end();
+      throw err;
+    }
+    if (out instanceof Promise) return endWith(span, out);
+    span.end();
+    return out;
+  };
+
+  const refreshSpan = (source: string, call: () => unknown): unknown => {
+    const span = tracer.startSpan(MARKET_REFRESH_SPAN, { kind: SpanKind.INTERNAL, attributes: { 'market.source': source } }, ROOT_CONTEXT);
+    try {
+      const out = call();
+      if (out instanceof Promise) return endWith(span, out);
+      span.end();
+      return out;
+    } catch (err) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+      span.end();
+      throw err;
+    }
+  };
+
+  return {
+    instrument(app) {
+      app.addHook('onRequest', (request, _reply, done) => {
+        const parent = propagator.extract(ROOT_CONTEXT, request.headers, headerGetter);
+        // The route template, never the raw path (bounded span names; tokens travel in queries).
+        const route = request.routeOptions.url ?? 'unmatched';
+        const span = tracer.startSpan(`${request.method} ${route}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': request.method, 'http.route': route } }, parent);
+        spans.set(request, span);
+        active.run(trace.setSpan(parent, span), done);
+      });
+      app.addHook('onResponse', (request, reply, done) => {
+        const span = spans.get(request);
+        if (span !== undefined) {
+          span.setAttribute('http.response.status_code', reply.statusCode);
+          if (reply.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+          span.end();
+          spans.delete(request);
+        }
+        done();
+      });
+    },
+    traceDecider(decider) {
+      return wrapDeciderCall(decider, (call) => (req, metadata) => {
+        const parent = active.getStore();
+        if (parent === undefined) return call(req, metadata);
+        const span = tracer.startSpan(RATE_LIMIT_SPAN, { kind: SpanKind.CLIENT, attributes: { 'rpc.system': 'grpc', 'rpc.service': 'envoy.service.ratelimit.v3.RateLimitService', domain: req.domain, decider: decider.kind } }, parent);
+        const carrier: Record<string, string> = { ...metadata };
+        propagator.inject(trace.setSpan(parent, span), carrier, recordSetter);
+        return endWith(span, call(req, carrier));
+      });
+    },
+    traceStore(store) {
+      const repos = ['tokens', 'usage', 'candles', 'fxRates', 'backfill', 'users', 'sessions', 'dailyUsage'] as const;
+      const wrapped: Record<string, unknown> = {};
+      for (const name of repos) {
+        wrapped[name] = aroundMethods(store[name], 'all', (method, call) => child(`store ${name}.${method}`, SpanKind.CLIENT, { 'db.system': store.kind }, call));
+      }
+      return new Proxy(store, { get: (t, prop, receiver) => (typeof prop === 'string' && prop in wrapped ? wrapped[prop] : Reflect.get(t, prop, receiver) as unknown) });
+    },
+    traceMarket(market) {
+      return aroundMethods(market, new Set(['tickers']), (_m, call) => refreshSpan('tickers', call));
+    },
+    traceFx(fx) {
+      return aroundMethods(fx, new Set(['latest']), (_m, call) => refreshSpan('fx', call));
+    },
+    async shutdown(timeoutMs = 5000) {
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), timeoutMs);
+        timer.unref();
+      });
+      try {
+        if ((await Promise.race([provider.shutdown(), timedOut])) === 'timeout') deps.logger.warn({ timeoutMs }, 'flushing traces timed out; queued spans dropped');
+      } catch (err) {
+        deps.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'flushing traces failed');
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}
