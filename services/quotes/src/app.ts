@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import type { AccessSink } from './logger.js';
 import { AccountService } from './accounts/account-service.js';
 import { BufferedUsage } from './accounts/buffered-usage.js';
 import { MonthlyQuota } from './accounts/monthly-quota.js';
@@ -70,6 +71,8 @@ export interface AppDeps {
   plans: PlanCatalog;
   clock: Clock;
   logger: Logger;
+  /** Where the cached-quote path writes its access lines (createLogging); without it they go through `logger.info`. */
+  accessSink?: AccessSink;
   random: RandomBytes;
   /** Checks after the monthly quota (burst limits plug in here). */
   extraLimiters?: readonly RequestLimiter[];
@@ -306,7 +309,7 @@ export async function buildApp(settings: Readonly<Settings>, deps: AppDeps): Pro
       baseUrl: (req) => settings.publicBaseUrl ?? (settings.trustProxy ? undefined : originOf((req.socket as TLSSocket).encrypted === true ? 'https' : 'http', req.headers.host)),
       compressMinBytes: settings.compression ? settings.compressionMinBytes : undefined,
       access: log.isLevelEnabled('info')
-        ? { log: new AccessLog(app.log), requestId: requestIds, clientIp: (req) => (settings.trustProxy ? undefined : req.socket.remoteAddress) }
+        ? { log: new AccessLog(app.log, deps.accessSink), requestId: requestIds, clientIp: (req) => (settings.trustProxy ? undefined : req.socket.remoteAddress) }
         : undefined,
     });
     if (installFastPath(app.server, fast)) {

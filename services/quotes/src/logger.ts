@@ -1,12 +1,35 @@
+import { hostname } from 'node:os';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { PinoPretty } from 'pino-pretty';
 import { CG_KEY_HEADERS, maskCredentials } from './api/credentials.js';
 
-interface LoggedRequest {
-  method?: string;
-  url?: string;
+export interface LoggedRequest {
+  method?: string | undefined;
+  url?: string | undefined;
   headers?: Record<string, unknown>;
-  ip?: string;
+  ip?: string | undefined;
+}
+
+/** What an access line says of a request (fastify's `req`): method, URL with every credential masked, client address. */
+export function serializeRequest(req: LoggedRequest): { method: string | undefined; url: string; remoteAddress: string | undefined } {
+  return { method: req.method, url: maskCredentials(req.url ?? ''), remoteAddress: req.ip };
+}
+
+/**
+ * Where access lines written outside fastify go (AccessLog): the root logger's destination and
+ * the bindings the root logger puts on every line (`pid`, `hostname`, as pino's default base).
+ * Made here with the logger, so the line format is ours and no logger internals are read.
+ */
+export interface AccessSink {
+  write(line: string): void;
+  /** `,"pid":…,"hostname":"…"` */
+  readonly bindings: string;
+}
+
+/** The root logger and the sink for access lines written beside it, on one destination. */
+export interface Logging {
+  logger: Logger;
+  access: AccessSink;
 }
 
 /**
@@ -65,10 +88,20 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
         censor: '[REDACTED]',
       },
       serializers: {
-        req: (req: LoggedRequest) => ({ method: req.method, url: maskCredentials(req.url ?? ''), remoteAddress: req.ip }),
+        req: serializeRequest,
         err: pino.stdSerializers.err,
       },
     },
     destination ?? defaultLogDestination(),
   );
+}
+
+/**
+ * The root logger (createLogger) and an AccessSink on the same destination: `destination`, else
+ * standard output as defaultLogDestination writes it, else pino's own default (sonic-boom on fd 1).
+ */
+export function createLogging(level: string, destination?: DestinationStream): Logging {
+  const dest = destination ?? defaultLogDestination() ?? pino.destination(1);
+  const logger = createLogger(level, dest);
+  return { logger, access: { write: (line) => void dest.write(line), bindings: `,"pid":${process.pid},"hostname":${JSON.stringify(hostname())}` } };
 }

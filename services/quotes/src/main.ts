@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { buildApp } from './app.js';
 import { replicaConfigProblems } from './cluster/replica-config.js';
 import { createDeps } from './compose.js';
-import { createLogger, logDestination } from './logger.js';
+import { createLogging, logDestination, type Logging } from './logger.js';
 import { startMetricsServer, type MetricsServer } from './observability/metrics-server.js';
 import type { QuotesTracing } from './observability/tracing.js';
 import { SettingsError, type Settings } from './settings.js';
@@ -20,12 +20,16 @@ export interface RunningServer {
   metricsUrl: string | undefined;
 }
 
-/** settings -> dependencies -> app -> listen. Migrations run first so a fresh database just works. */
-export async function startServer(settings: Readonly<Settings>, logger: Logger = createLogger(settings.logLevel, logDestination(settings.logFormat))): Promise<RunningServer> {
+/**
+ * settings -> dependencies -> app -> listen. Migrations run first so a fresh database just works.
+ * `logging`: the root logger and the sink the cached-quote path writes its access lines to.
+ */
+export async function startServer(settings: Readonly<Settings>, logging: Logging = createLogging(settings.logLevel, logDestination(settings.logFormat))): Promise<RunningServer> {
+  const logger = logging.logger;
   const problems = replicaConfigProblems(settings);
   if (problems.length > 0) throw new SettingsError(problems);
   const tracing = await startTracing(settings, logger);
-  const deps = createDeps(settings, logger, undefined, undefined, tracing);
+  const deps = { ...createDeps(settings, logger, undefined, undefined, tracing), accessSink: logging.access };
   const applied = await deps.store.migrate();
   if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
   // Traced, every request goes through fastify (the cached-quote fast path bypasses its hooks).

@@ -4,7 +4,7 @@ import { DailyUsage } from '../accounts/daily-usage.js';
 import { UserService } from '../accounts/user-service.js';
 import { defaultPlansFile, loadPlans } from '../accounts/plans.js';
 import { systemClock, type Clock } from '../clock.js';
-import { createLogger, logDestination } from '../logger.js';
+import { createLogger, createLogging, logDestination } from '../logger.js';
 import { startServer, stopOnSignals } from '../main.js';
 import { packageRoot } from '../package-root.js';
 import { loadSettings, SETTING_DEFS, SettingsError, type Settings } from '../settings.js';
@@ -137,8 +137,9 @@ export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io
   try {
     switch (cmd) {
       case 'serve': {
-        const logger = createLogger(settings.logLevel, logDestination(settings.logFormat));
-        const server = await startServer(settings, logger);
+        const logging = createLogging(settings.logLevel, logDestination(settings.logFormat));
+        const logger = logging.logger;
+        const server = await startServer(settings, logging);
         stopOnSignals(server, logger);
         return 0;
       }
@@ -150,8 +151,9 @@ export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io
           for (const t of await a.list()) if (t.revokedAt === null && QUICKSTART_TOKEN.test(t.name) && (await a.revoke(t.id))) n++;
           return { created: await a.createToken(`quickstart-${new Date(clock.now()).toISOString().slice(0, 10)}`, 'pro'), revoked: n };
         });
-        const logger = createLogger(settings.logLevel, logDestination(settings.logFormat));
-        const server = await startServer(settings, logger);
+        const logging = createLogging(settings.logLevel, logDestination(settings.logFormat));
+        const logger = logging.logger;
+        const server = await startServer(settings, logging);
         stopOnSignals(server, logger);
         // The market page's first board reads a week of hourly candles of every coin: built now, so
         // the newcomer's first visit finds it ready.

@@ -70,7 +70,7 @@ describe('quotes /metrics', () => {
       QUOTES_LOG_LEVEL: 'warn',
       RATELIMIT_ENABLED: 'true',
     });
-    server = await startServer(settings, pino({ level: 'silent' }));
+    server = await startServer(settings, { logger: pino({ level: 'silent' }), access: { write: () => {}, bindings: '' } });
     apiPort = Number(new URL(server.url).port);
     token = (await server.app.quotes.accounts.createToken('metrics', 'pro')).token;
   });

@@ -7,7 +7,7 @@ import { buildApp, type AppDeps } from '../../src/app.js';
 import { defaultPlansFile, loadPlans, parsePlans, type PlanCatalog } from '../../src/accounts/plans.js';
 import type { RequestLimiter } from '../../src/accounts/request-limiter.js';
 import type { RateLimitGate } from '../../src/ratelimit/rate-limit-gate.js';
-import { createLogger } from '../../src/logger.js';
+import { createLogging } from '../../src/logger.js';
 import { SimulatedFx } from '../../src/market/simulated-fx.js';
 import { SimulatedMarket } from '../../src/market/simulated-market.js';
 import type { FxSource, MarketSource } from '../../src/market/types.js';
@@ -60,7 +60,7 @@ export async function makeTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
       cb();
     },
   });
-  const logger = createLogger(opts.logLevel ?? 'info', sink);
+  const { logger, access: accessSink } = createLogging(opts.logLevel ?? 'info', sink);
   const market = new SimulatedMarket({ seed: 7, clock });
   const fx = new SimulatedFx({ seed: 7, clock });
   const plans = opts.plans ?? shippedPlans();
@@ -71,6 +71,7 @@ export async function makeTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
     plans,
     clock,
     logger,
+    accessSink,
     random: randomBytes,
     ...(opts.extraLimiters === undefined ? {} : { extraLimiters: opts.extraLimiters }),
     ...(opts.rateLimit === undefined ? {} : { rateLimit: opts.rateLimit }),
