@@ -663,7 +663,7 @@ describe('CoinGecko tickers and exchanges through the SDK (the simulated exchang
       const host = `h${i}-${'x'.repeat(55)}.${'y'.repeat(60)}.${'z'.repeat(60)}.example:8080`;
       const r = await t.app.inject({ url: `/api/v3/exchanges?x_cg_demo_api_key=${key}`, headers: { host } });
       assert.equal(r.statusCode, 200, r.body);
-      const [ex] = r.json() as { image: string }[];
+      const [ex] = r.json<{ image: string }[]>();
       assert.equal(ex!.image, `http://${host}/icons/exchanges/simulated.svg`);
       etags.add(String(r.headers.etag));
       const h = await t.app.inject({ url: `/api/v3/coins/bitcoin/history?date=01-01-2020&x_cg_demo_api_key=${key}`, headers: { host } });
