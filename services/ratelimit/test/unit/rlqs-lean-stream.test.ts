@@ -4,6 +4,7 @@
 // half-close, and that each bound and error ends only the offending stream with its status.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { connect, type Socket } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { DEFAULT_BALANCER_TUNING, loadRuleSet, MemoryShareStore, QuotaBalancer, StatsStore } from '@rls/engine';
 import { DEFAULT_RLQS_REPORT_LIMITS, decodeRateLimitQuotaResponse, encodeRateLimitQuotaUsageReports, STREAM_RATE_LIMIT_QUOTAS_PATH, type RateLimitQuotaResponseMsg } from '@rls/rls-proto';
@@ -29,7 +30,12 @@ interface Rig {
   address: string;
 }
 
-async function startRig(over: Partial<RlqsServiceOptions> = {}, requestReadTimeoutMs = 10_000): Promise<Rig> {
+async function startRig(
+  over: Partial<RlqsServiceOptions> = {},
+  requestReadTimeoutMs = 10_000,
+  balancerOver: Partial<ConstructorParameters<typeof QuotaBalancer>[0]> = {},
+  limitsOver: Partial<typeof DEFAULT_GRPC_LIMITS> = {},
+): Promise<Rig> {
   const clock = new FakeClock(Date.UTC(2026, 0, 1));
   const balancer = new QuotaBalancer({
     ...DEFAULT_BALANCER_TUNING,
@@ -41,6 +47,7 @@ async function startRig(over: Partial<RlqsServiceOptions> = {}, requestReadTimeo
     keyPrefix: '',
     idleAbandonMs: 3_000,
     maxBucketsPerStream: 3,
+    ...balancerOver,
   });
   const rlqs = new RlqsService({
     balancer,
@@ -59,7 +66,7 @@ async function startRig(over: Partial<RlqsServiceOptions> = {}, requestReadTimeo
     shouldRateLimit: scriptedService().fn,
     health: new TestHealth(),
     rlqs,
-    limits: { ...DEFAULT_GRPC_LIMITS, requestReadTimeoutMs },
+    limits: { ...DEFAULT_GRPC_LIMITS, requestReadTimeoutMs, ...limitsOver },
   });
   await server.listen('127.0.0.1', 0);
   const port = (server.address() as { port: number }).port;
@@ -247,6 +254,214 @@ describe('RLQS stream lifecycle bounds', () => {
     } finally {
       client.close();
       await server.close(100);
+    }
+  });
+});
+
+// ---- raw HTTP/2 frames -----------------------------------------------------------------------
+
+const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+const T_DATA = 0;
+const T_HEADERS = 1;
+const T_RST = 3;
+const T_SETTINGS = 4;
+const T_GOAWAY = 7;
+const T_WINDOW_UPDATE = 8;
+
+function h2frame(type: number, flags: number, id: number, payload: Buffer): Buffer {
+  const h = Buffer.alloc(9);
+  h.writeUIntBE(payload.length, 0, 3);
+  h[3] = type;
+  h[4] = flags;
+  h.writeUInt32BE(id, 5);
+  return Buffer.concat([h, payload]);
+}
+
+/** HPACK literal fields without indexing, plain strings (all shorter than 127 bytes). */
+function headerBlock(fields: [string, string][]): Buffer {
+  const out: number[] = [];
+  for (const [n, v] of fields) out.push(0x00, n.length, ...Buffer.from(n), v.length, ...Buffer.from(v));
+  return Buffer.from(out);
+}
+
+interface RawFrame {
+  type: number;
+  flags: number;
+  id: number;
+  payload: Buffer;
+}
+
+class RawH2 {
+  readonly frames: RawFrame[] = [];
+  private buf = Buffer.alloc(0);
+  private constructor(readonly socket: Socket) {
+    socket.on('data', (d: Buffer) => {
+      this.buf = Buffer.concat([this.buf, d]);
+      while (this.buf.length >= 9) {
+        const len = this.buf.readUIntBE(0, 3);
+        if (this.buf.length < 9 + len) break;
+        const f = { type: this.buf[3]!, flags: this.buf[4]!, id: this.buf.readUInt32BE(5) & 0x7fffffff, payload: this.buf.subarray(9, 9 + len) };
+        this.buf = this.buf.subarray(9 + len);
+        // Acknowledge the server's SETTINGS as a client must.
+        if (f.type === T_SETTINGS && (f.flags & 1) === 0) socket.write(h2frame(T_SETTINGS, 1, 0, Buffer.alloc(0)));
+        this.frames.push(f);
+      }
+    });
+    socket.on('error', () => undefined);
+  }
+
+  static async connect(address: string, initialWindow: number): Promise<RawH2> {
+    const [host, port] = address.split(':');
+    const socket = connect(Number(port), host);
+    await new Promise((resolve) => socket.once('connect', resolve));
+    const settings = Buffer.alloc(6);
+    settings.writeUInt16BE(4, 0); // SETTINGS_INITIAL_WINDOW_SIZE
+    settings.writeUInt32BE(initialWindow, 2);
+    socket.write(Buffer.concat([PREFACE, h2frame(T_SETTINGS, 0, 0, settings)]));
+    return new RawH2(socket);
+  }
+
+  open(id: number): void {
+    const block = headerBlock([
+      [':method', 'POST'],
+      [':scheme', 'http'],
+      [':path', STREAM_RATE_LIMIT_QUOTAS_PATH],
+      [':authority', 'localhost'],
+      ['content-type', 'application/grpc'],
+      ['te', 'trailers'],
+    ]);
+    this.socket.write(h2frame(T_HEADERS, 0x4, id, block));
+  }
+
+  report(id: number, msg: SimUsageReports): void {
+    const body = encodeRateLimitQuotaUsageReports(msg);
+    const prefix = Buffer.alloc(5);
+    prefix.writeUInt32BE(body.length, 1);
+    this.socket.write(h2frame(T_DATA, 0, id, Buffer.concat([prefix, body])));
+  }
+
+  windowUpdate(id: number, n: number): void {
+    const p = Buffer.alloc(4);
+    p.writeUInt32BE(n, 0);
+    this.socket.write(h2frame(T_WINDOW_UPDATE, 0, id, p));
+  }
+
+  of(type: number, id?: number): RawFrame[] {
+    return this.frames.filter((f) => f.type === type && (id === undefined || f.id === id));
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
+}
+
+describe('RLQS streams in raw HTTP/2 frames', () => {
+  const many = (n: number): SimUsageReports['bucketQuotaUsages'] =>
+    Array.from({ length: n }, (_, i) => ({ bucketId: [{ key: 'name', value: `bucket-${i}` }], timeElapsed: 0, numRequestsAllowed: 0, numRequestsDenied: 0 }));
+
+  test('server to client flow control: pushes wait for the window, and arrive once it is granted', async () => {
+    const rig = await startRig({}, 10_000, { maxBucketsPerStream: 100 });
+    const raw = await RawH2.connect(rig.address, 0);
+    try {
+      raw.open(1);
+      raw.report(1, { domain: 'edge', bucketQuotaUsages: many(20) });
+      await waitFor(() => rig.rlqs.reportCount === 1, { what: 'the report' });
+      await waitFor(() => raw.of(T_HEADERS, 1).length === 1, { what: 'the response headers' });
+      await rig.balancer.tick();
+      // The assignments are queued: a zero stream window lets no DATA through.
+      await new Promise((r) => setTimeout(r, 50));
+      assert.equal(raw.of(T_DATA, 1).length, 0);
+      raw.windowUpdate(1, 1 << 20);
+      await waitFor(() => raw.of(T_DATA, 1).length > 0, { what: 'the assignments after WINDOW_UPDATE' });
+      const data = Buffer.concat(raw.of(T_DATA, 1).map((f) => f.payload));
+      const msg = decodeRateLimitQuotaResponse(data.subarray(5, 5 + data.readUInt32BE(1)));
+      assert.equal(msg.bucketAction.length, 20);
+    } finally {
+      raw.close();
+      await stopRig(rig);
+    }
+  });
+
+  test('a client that never reads: the stream is reset (RST_STREAM CANCEL) once RLQS_STREAM_SEND_BUFFER is queued, not buffered for', async () => {
+    const rig = await startRig({ sendBufferBytes: 1024 }, 10_000, { maxBucketsPerStream: 100 });
+    const raw = await RawH2.connect(rig.address, 0);
+    try {
+      raw.open(1);
+      raw.report(1, { domain: 'edge', bucketQuotaUsages: many(60) });
+      await waitFor(() => rig.rlqs.reportCount === 1, { what: 'the report' });
+      await rig.balancer.tick();
+      // Half the assignment TTL later the server re-sends them: more than the send buffer is queued.
+      for (let i = 0; i < 3 && raw.of(T_RST, 1).length === 0; i++) {
+        rig.clock.advance(6_000);
+        raw.report(1, { domain: 'edge', bucketQuotaUsages: many(60) });
+        await waitFor(() => rig.rlqs.reportCount === i + 2, { what: 'the report' });
+        await rig.balancer.tick();
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await waitFor(() => raw.of(T_RST, 1).length === 1, { what: 'RST_STREAM' });
+      assert.equal(raw.of(T_RST, 1)[0]!.payload.readUInt32BE(0), 8);
+      assert.equal(rig.rlqs.streamCount, 0);
+      assert.equal(raw.of(T_DATA, 1).length, 0);
+    } finally {
+      raw.close();
+      await stopRig(rig);
+    }
+  });
+
+  test('RST_STREAM from the client ends one stream; the other stream on the connection keeps reporting', async () => {
+    const rig = await startRig({}, 10_000, { maxBucketsPerStream: 100 });
+    const raw = await RawH2.connect(rig.address, 65_535);
+    try {
+      raw.open(1);
+      raw.open(3);
+      raw.report(1, { domain: 'edge', bucketQuotaUsages: many(1) });
+      raw.report(3, { domain: 'edge', bucketQuotaUsages: many(1) });
+      await waitFor(() => rig.rlqs.streamCount === 2 && rig.rlqs.reportCount === 2, { what: 'two streams' });
+      const code = Buffer.alloc(4);
+      code.writeUInt32BE(8, 0);
+      raw.socket.write(h2frame(T_RST, 0, 1, code));
+      await waitFor(() => rig.rlqs.streamCount === 1, { what: 'the reset stream forgotten' });
+      raw.report(3, { domain: 'edge', bucketQuotaUsages: many(1) });
+      await waitFor(() => rig.rlqs.reportCount === 3, { what: 'the other stream still reporting' });
+    } finally {
+      raw.close();
+      await stopRig(rig);
+    }
+  });
+
+  // (The status itself, UNAVAILABLE, is checked with grpc-js in 'shutdown ends open streams with UNAVAILABLE'.)
+  test('shutdown: GOAWAY, then the open stream ends with trailers (END_STREAM)', async () => {
+    const rig = await startRig({}, 10_000, { maxBucketsPerStream: 100 });
+    const raw = await RawH2.connect(rig.address, 65_535);
+    try {
+      raw.open(1);
+      raw.report(1, { domain: 'edge', bucketQuotaUsages: many(1) });
+      await waitFor(() => rig.rlqs.streamCount === 1, { what: 'the stream' });
+      const closing = rig.server.close(2_000);
+      await waitFor(() => raw.of(T_GOAWAY).length > 0, { what: 'GOAWAY' });
+      await waitFor(() => raw.of(T_HEADERS, 1).some((f) => (f.flags & 1) !== 0), { what: 'the trailers' });
+      // The client had not ended its side: the trailers are followed by RST_STREAM NO_ERROR (RFC 9113 §8.1), nothing worse.
+      for (const f of raw.of(T_RST, 1)) assert.equal(f.payload.readUInt32BE(0), 0);
+      raw.close();
+      await closing;
+    } finally {
+      raw.close();
+      rig.client.close();
+    }
+  });
+
+  test('client to server flow control: 4 MB of reports on one stream through a 256 KiB connection buffer', async () => {
+    const rig = await startRig({ maxReportsPerSecond: 100_000 }, 10_000, { maxBucketsPerStream: 100 }, { connectionBufferBytes: 256 * 1024, connectionWindowBytes: 128 * 1024 });
+    const c = rawCall(rig.client);
+    try {
+      // 40 buckets of 1,000-byte values: about 40 KB a report; the same buckets every time.
+      const big = Array.from({ length: 40 }, (_, i) => ({ bucketId: [{ key: 'name', value: `${i}-${'x'.repeat(990)}` }], timeElapsed: 1, numRequestsAllowed: 1, numRequestsDenied: 0 }));
+      for (let i = 0; i < 100; i++) c.call.write({ domain: 'edge', bucketQuotaUsages: big });
+      await waitFor(() => rig.rlqs.reportCount === 100, { what: '100 reports of 40 KB', timeoutMs: 20_000 });
+      c.call.end();
+      assert.equal((await c.status).code, grpc.status.OK);
+    } finally {
+      await stopRig(rig);
     }
   });
 });
