@@ -54,8 +54,8 @@ export const RLQS_SETTING_DEFS = {
   }),
   rlqsMaxReportsPerSecond: def({
     name: 'RLQS_MAX_REPORTS_PER_SECOND',
-    default: '20',
-    meaning: 'Report messages one RLQS stream may send per second (Envoy sends one per reporting interval plus one per new bucket); more ends the stream with RESOURCE_EXHAUSTED. 1–100000.',
+    default: '200',
+    meaning: 'Report messages one RLQS stream may send per second (Envoy sends one per reporting interval plus one at once for every new bucket, so a burst of new buckets costs a report each); more ends the stream with RESOURCE_EXHAUSTED. 1–100000.',
     parse: (raw) => parseInteger(raw, 1, 100_000),
   }),
   rlqsStreamSendBufferBytes: def({
