@@ -47,8 +47,11 @@ export type RlqsFail = (call: GrpcCall, code: number, message: string) => void;
 interface RlqsCallState {
   readonly stream: BalancerStream;
   readonly connection: object;
-  /** Bytes of a message not complete yet. */
-  pending: Buffer | undefined;
+  /** Chunks of a message not complete yet (joined once, when it is: no copy per chunk). */
+  pending: Buffer[] | undefined;
+  pendingBytes: number;
+  /** Length prefix + message of the incomplete message once its prefix is in; -1 before. */
+  pendingExpected: number;
   headersSent: boolean;
   reports: number;
   windowStart: number;
@@ -104,6 +107,8 @@ export class RlqsService {
       stream,
       connection: conn,
       pending: undefined,
+      pendingBytes: 0,
+      pendingExpected: -1,
       headersSent: false,
       reports: 0,
       windowStart: this.opts.clock.now(),
@@ -124,15 +129,26 @@ export class RlqsService {
   onData(call: GrpcCall, chunk: Buffer): void {
     const state = this.calls.get(call);
     if (state === undefined || call.done) return;
-    let buf = state.pending === undefined ? chunk : Buffer.concat([state.pending, chunk]);
-    state.pending = undefined;
+    let buf = chunk;
+    if (state.pending !== undefined) {
+      // A message in pieces waits until it is whole (or at least its prefix is in), then is joined once.
+      state.pending.push(chunk);
+      state.pendingBytes += chunk.length;
+      if (state.pendingExpected < 0 && state.pendingBytes >= 5) {
+        // Fewer than 5 bytes were pending before this chunk: the join is small.
+        const head = Buffer.concat(state.pending);
+        state.pendingExpected = 5 + head.readUInt32BE(1);
+        if (!this.fits(call, state.pendingExpected - 5)) return;
+      }
+      if (state.pendingExpected < 0 || state.pendingBytes < state.pendingExpected) return;
+      buf = Buffer.concat(state.pending, state.pendingBytes);
+      state.pending = undefined;
+      state.pendingBytes = 0;
+      state.pendingExpected = -1;
+    }
     while (buf.length >= 5) {
       const len = buf.readUInt32BE(1);
-      if (len > this.opts.reportLimits.maxMessageBytes) {
-        call.releaseBytes(buf.length);
-        this.end(call, GrpcStatus.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${len} vs. ${this.opts.reportLimits.maxMessageBytes}, RLQS_MAX_REPORT_BYTES)`);
-        return;
-      }
+      if (!this.fits(call, len)) return;
       if (buf.length < 5 + len) break;
       const flag = buf[0];
       const payload = buf.subarray(5, 5 + len);
@@ -140,7 +156,18 @@ export class RlqsService {
       call.releaseBytes(5 + len);
       if (!this.message(call, state, flag, payload)) return;
     }
-    if (buf.length > 0) state.pending = buf;
+    if (buf.length > 0) {
+      state.pending = [buf];
+      state.pendingBytes = buf.length;
+      state.pendingExpected = buf.length >= 5 ? 5 + buf.readUInt32BE(1) : -1;
+    }
+  }
+
+  /** False (the stream ended) for a message beyond RLQS_MAX_REPORT_BYTES, known from its length prefix. */
+  private fits(call: GrpcCall, len: number): boolean {
+    if (len <= this.opts.reportLimits.maxMessageBytes) return true;
+    this.end(call, GrpcStatus.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${len} vs. ${this.opts.reportLimits.maxMessageBytes}, RLQS_MAX_REPORT_BYTES)`);
+    return false;
   }
 
   /** The client half-closed: the stream ends with OK (or INTERNAL inside a message). */

@@ -450,6 +450,27 @@ describe('RLQS streams in raw HTTP/2 frames', () => {
     }
   });
 
+  test('a report in 1-byte DATA frames is taken once whole; a too-large length prefix in pieces ends the stream', async () => {
+    const rig = await startRig({ reportLimits: { ...DEFAULT_RLQS_REPORT_LIMITS, maxMessageBytes: 1024 } }, 10_000, { maxBucketsPerStream: 100 });
+    const raw = await RawH2.connect(rig.address, 65_535);
+    try {
+      raw.open(1);
+      const body = encodeRateLimitQuotaUsageReports({ domain: 'edge', bucketQuotaUsages: many(3) });
+      const msg = Buffer.concat([Buffer.from([0, 0, 0, 0, body.length]), body]);
+      for (const byte of msg) raw.socket.write(h2frame(T_DATA, 0, 1, Buffer.from([byte])));
+      await waitFor(() => rig.rlqs.reportCount === 1, { what: 'the report' });
+      raw.open(3);
+      // 0x00 0x00 0x10 0x00 0x00: a 1 MiB message announced, in two pieces.
+      raw.socket.write(h2frame(T_DATA, 0, 3, Buffer.from([0, 0, 0x10])));
+      raw.socket.write(h2frame(T_DATA, 0, 3, Buffer.from([0, 0, 1, 2, 3])));
+      await waitFor(() => raw.of(T_HEADERS, 3).some((f) => (f.flags & 1) !== 0), { what: 'the status trailers of stream 3' });
+      assert.equal(rig.rlqs.streamCount, 1, 'stream 1 still open');
+    } finally {
+      raw.close();
+      await stopRig(rig);
+    }
+  });
+
   test('client to server flow control: 4 MB of reports on one stream through a 256 KiB connection buffer', async () => {
     const rig = await startRig({ maxReportsPerSecond: 100_000 }, 10_000, { maxBucketsPerStream: 100 }, { connectionBufferBytes: 256 * 1024, connectionWindowBytes: 128 * 1024 });
     const c = rawCall(rig.client);
