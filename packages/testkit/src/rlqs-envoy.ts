@@ -19,7 +19,7 @@
 // bucket never reported, a token bucket without tokens or fill interval) are recorded in
 // `violations` and otherwise ignored, so tests can assert a server never sends them.
 //
-// Where Envoy's own implementation differs from its documentation (see docs/rlqs-draft.md: it
+// Where Envoy's own implementation differs from its documentation (see docs/ratelimit.md, "RLQS": it
 // reports whole seconds, rejects requests_per_time_unit, reverts to no_assignment instead of
 // abandoning), this simulator follows the documentation.
 import * as grpc from '@grpc/grpc-js';

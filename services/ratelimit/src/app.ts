@@ -5,7 +5,25 @@
 // `composeRateLimitApp` and only runs the process: settings -> build -> listen, and signals.
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import { RateLimitError, RateLimitService, StatsStore, mathRandom, systemClock, type Clock, type CounterStore, type LimiterOptions, type RandomSource, type RuleSet } from '@rls/engine';
+import { randomBytes } from 'node:crypto';
+import {
+  EMPTY_QUOTA_RULES,
+  QuotaBalancer,
+  RateLimitError,
+  RateLimitService,
+  StatsStore,
+  mathRandom,
+  systemClock,
+  type Clock,
+  type CounterStore,
+  type LimiterOptions,
+  type QuotaRuleSet,
+  type QuotaShareStore,
+  type RandomSource,
+  type RuleSet,
+} from '@rls/engine';
+import { RlqsService } from './server/rlqs-calls.js';
+import { balancerTuningOf, rlqsServiceTuningOf } from './server/rlqs-settings.js';
 import { composeCounterStore, describeCounterStore } from './compose-counter-store.js';
 import { HealthChecker, trackStoreHealth } from './health.js';
 import type { Logger } from './logger.js';
@@ -117,6 +135,30 @@ export function limiterOptionsFrom(s: Settings): LimiterOptions {
   });
 }
 
+/**
+ * The RLQS service (RLQS_ENABLED): a QuotaBalancer on the counter store's share store, reading the
+ * quota rules of the rule snapshot in force (swapped with the descriptors on every reload).
+ */
+function buildRlqs(settings: Settings, service: RateLimitService, share: QuotaShareStore | undefined, deps: { clock: Clock; stats: StatsStore; logger: Logger }): RlqsService {
+  // The settings check refuses RLQS_ENABLED with a store that cannot share quotas.
+  if (share === undefined) throw new RateLimitError('settings_invalid', 'RLQS_ENABLED: the counter store cannot share quotas');
+  let quotaRules: QuotaRuleSet = EMPTY_QUOTA_RULES;
+  service.onRulesChanged((rules: RuleSet) => {
+    quotaRules = rules.quotaRules;
+  });
+  const balancer = new QuotaBalancer({
+    ...balancerTuningOf(settings),
+    // Unique per process: the prefix of this replica's instance ids in the shared store.
+    replicaId: `${process.pid.toString(36)}${randomBytes(4).toString('hex')}`,
+    clock: deps.clock,
+    store: share,
+    rules: () => quotaRules,
+    stats: deps.stats,
+    keyPrefix: settings.cacheKeyPrefix,
+  });
+  return new RlqsService({ ...rlqsServiceTuningOf(settings), balancer, clock: deps.clock, logger: deps.logger.child({ component: 'rlqs' }) });
+}
+
 export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitApp {
   const logger = deps.logger;
   const clock = deps.clock ?? systemClock;
@@ -131,7 +173,7 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
   const health = new HealthChecker({ [HEALTH_STORE]: false, [HEALTH_SIGTERM]: true });
   if (settings.healthyWithAtLeastOneConfigLoaded) health.set(HEALTH_CONFIG, false);
 
-  const { store, ready: storeReady } = composeCounterStore(settings, { clock, random, stats, logger });
+  const { store, ready: storeReady, quotaShare } = composeCounterStore(settings, { clock, random, stats, logger });
   trackStoreHealth(health, HEALTH_STORE, store, settings.kvstoreHealthCheckActiveConnection);
 
   const tracing = deps.tracing;
@@ -162,6 +204,7 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
     h.total.inc();
     h.time.record(Math.round(ms));
   };
+  const rlqs = settings.rlqsEnabled ? buildRlqs(settings, service, quotaShare, { clock, stats, logger }) : undefined;
   const grpcTls = serverTlsOptions(settings);
   const memo = service.localCache !== undefined && tracing === undefined ? new LocalAnswerMemo() : undefined;
   const grpc = createGrpcServer({
@@ -174,6 +217,7 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
     maxConnectionAgeGraceMs: settings.grpcMaxConnectionAgeGraceMs,
     limits: grpcLimitsOf(settings),
     requestLimits,
+    rlqs,
     random,
     // Repeats of requests answered from the local over-limit cache skip decoding and encoding
     // (not with tracing: every call must get its span).

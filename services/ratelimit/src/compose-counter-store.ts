@@ -3,7 +3,7 @@
 // settings describe (single, sentinel or cluster, with TLS and auth, and the per-second split when
 // KVSTORE_PERSECOND is on) — and what waiting for it at start-up means. The stores themselves
 // receive plain options and know nothing of settings.
-import { MEMORY_STORE_ALGORITHMS, MemoryStore, type AlgorithmSupport, type Clock, type CounterStore, type RandomSource, type StatsStore } from '@rls/engine';
+import { MEMORY_STORE_ALGORITHMS, MemoryShareStore, MemoryStore, type AlgorithmSupport, type QuotaShareStore, type Clock, type CounterStore, type RandomSource, type StatsStore } from '@rls/engine';
 import type { Secret } from '@rls/settings';
 import { ClusterStore } from './backends/cluster-store.js';
 import type { StoreLogger } from './backends/connection-pool.js';
@@ -11,6 +11,7 @@ import type { KvstoreSettings, KvstoreType, PoolOnEmptyBehavior } from './backen
 import { mcstoreTlsOptions } from './backends/memcached-settings.js';
 import { MEMCACHED_ALGORITHMS, MemcachedStore } from './backends/memcached-store.js';
 import { REDIS_ALGORITHMS, RedisStore, maskUrl, type RedisStoreOptions } from './backends/redis-store.js';
+import { RedisQuotaShareStore } from './backends/redis-quota-share.js';
 import { redisTlsOptions } from './backends/redis-tls.js';
 import { SentinelStore } from './backends/sentinel-store.js';
 import { PerSecondSplitStore } from './backends/split-store.js';
@@ -28,6 +29,12 @@ export interface ComposedStore {
    * upstream) — nodes not answering yet are logged, not fatal (fail-open); memory is ready at once.
    */
   readonly ready: () => Promise<void>;
+  /**
+   * Where RLQS replicas share demand and grants: the memory store's in-process ledger, or Redis
+   * single's pool; undefined for stores that cannot hold them (the settings check refuses
+   * RLQS_ENABLED with those).
+   */
+  readonly quotaShare: QuotaShareStore | undefined;
 }
 
 export interface ComposeStoreDeps {
@@ -63,7 +70,7 @@ export function composeCounterStore(s: Settings, deps: ComposeStoreDeps): Compos
   const { clock, random, stats, logger } = deps;
   switch (s.backendType) {
     case 'memory':
-      return { store: new MemoryStore({ clock, maxKeys: s.memoryStoreMaxKeys, stats }), ready: () => Promise.resolve() };
+      return { store: new MemoryStore({ clock, maxKeys: s.memoryStoreMaxKeys, stats }), ready: () => Promise.resolve(), quotaShare: new MemoryShareStore() };
     case 'redis': {
       const store = createKvStore(s, { stats, logger, random });
       const ready = (): Promise<void> =>
@@ -75,7 +82,7 @@ export function composeCounterStore(s: Settings, deps: ComposeStoreDeps): Compos
           random,
           logger: logger.child({ component: 'redis' }),
         });
-      return { store, ready };
+      return { store, ready, quotaShare: store instanceof RedisStore ? new RedisQuotaShareStore({ poolFor: () => store.pool }) : undefined };
     }
     case 'mcstore': {
       const store = new MemcachedStore({
@@ -95,7 +102,7 @@ export function composeCounterStore(s: Settings, deps: ComposeStoreDeps): Compos
           logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'memcached not reachable yet; counting from 0 until it is');
         });
       };
-      return { store, ready };
+      return { store, ready, quotaShare: undefined };
     }
   }
 }

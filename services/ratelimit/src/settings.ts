@@ -16,6 +16,7 @@ import { checkMcstoreSettings, MCSTORE_SETTING_DEFS } from './backends/memcached
 import { WORKER_SETTING_DEFS } from './cluster/worker-settings.js';
 import { OPERATOR_SETTING_DEFS } from './operator/operator-settings.js';
 import { DEBUG_SETTING_DEFS } from './server/debug-settings.js';
+import { checkRlqsSettings, RLQS_SETTING_DEFS } from './server/rlqs-settings.js';
 import type { StatsSinksOptions } from './stats/stats-sinks.js';
 
 const str = (raw: string): string => raw;
@@ -63,6 +64,7 @@ export const SETTING_DEFS = {
   }),
   ...GRPC_TLS_SETTING_DEFS,
   ...GRPC_LIMIT_SETTING_DEFS,
+  ...RLQS_SETTING_DEFS,
   ...LIMIT_SETTING_DEFS,
   logLevel: def({
     name: 'LOG_LEVEL',
@@ -239,6 +241,7 @@ export function loadSettings(env: Env = process.env): LoadedSettings {
     checkXdsSettings(s, (e) => reader.fail(e));
     checkGrpcTlsSettings(s, (e) => reader.fail(e));
     checkGrpcLimitSettings(s, (e) => reader.fail(e));
+    checkRlqsSettings(s, (e) => reader.fail(e));
   }
   const stats = resolveStatsOptions(s, env);
   if (reader.errors.length === 0) for (const e of stats.errors) reader.fail(e);

@@ -87,6 +87,12 @@ const ALLOWED_KEYS = new Set([
   'prefix',
 ]);
 
+/**
+ * RLQS quota rules (issue 28): allowed at the top of a document only, and validated by their own
+ * decoder (quota/quota-rules.ts), so this allow-list does not walk into them.
+ */
+const QUOTA_DOCUMENT_KEYS = new Set(['quota_buckets', 'default_quota']);
+
 /** Extension keys that belong inside a rate_limit (or a rate_limits entry). */
 const RATE_LIMIT_EXTENSIONS = ['algorithm', 'burst', 'unit_multiplier'] as const;
 
@@ -98,7 +104,7 @@ export function decodeRuleDocument(doc: YNode | null): DomainSpec {
   if (doc.kind !== 'map') {
     throw new RuleFileError(`error loading config file: yaml: unmarshal errors: line ${doc.line}: cannot unmarshal ${tagOf(doc)} into map[interface {}]interface {}`);
   }
-  checkMap(doc);
+  checkMap(doc, true);
   return {
     domain: stringField(field(doc, 'domain')),
     descriptors: descriptorList(field(doc, 'descriptors')),
@@ -107,11 +113,12 @@ export function decodeRuleDocument(doc: YNode | null): DomainSpec {
 
 // ---- pass 1: generic key and leaf validation -------------------------------------------------
 
-function checkMap(m: YMap): void {
+function checkMap(m: YMap, topLevel = false): void {
   for (const { key, value } of m.pairs) {
     if (key.kind !== 'scalar' || key.type !== 'str') {
       throw new RuleFileError(`config error, key is not of type string: ${renderNode(key)} (line ${key.line})`);
     }
+    if (topLevel && QUOTA_DOCUMENT_KEYS.has(key.text)) continue;
     if (!ALLOWED_KEYS.has(key.text)) throw new RuleFileError(`config error, unknown key '${key.text}' (line ${key.line})`);
     // Metadata is free-form: it is only converted, never checked against the allow-list.
     if (key.text === 'metadata') continue;

@@ -12,6 +12,10 @@ import { DomainNode, emissionMicros, keyTailOf, mayBeStructuredValue, NO_REPLACE
 import { parseUnitName, unitName } from './units.js';
 import { ValueIndex } from './value-index.js';
 import { compileWildcard, hasWildcard } from './wildcard.js';
+import { DEFAULT_QUOTA_EXTENSIONS } from '../quota/cidr-value-matcher.js';
+import type { ValueMatcherExtension } from '../quota/quota-matcher.js';
+import { buildQuotaRuleSet, EMPTY_QUOTA_RULES, type QuotaDocumentSource, type QuotaRuleSet } from '../quota/quota-rule-set.js';
+import { decodeQuotaDocument, type QuotaDocumentSpec } from '../quota/quota-rules.js';
 import { parseYamlDocuments, YamlSyntaxError } from './yaml-document.js';
 
 export interface RuleSource {
@@ -25,6 +29,8 @@ export interface LoadOptions {
   readonly mergeDomainConfig: boolean;
   /** Where rule counters are registered; a private store when omitted (config checking). */
   readonly stats?: StatsStore | undefined;
+  /** Value matchers of quota_buckets bucket ids (`{ cidr: ... }`); DEFAULT_QUOTA_EXTENSIONS when omitted. */
+  readonly quotaExtensions?: ReadonlyMap<string, ValueMatcherExtension> | undefined;
 }
 
 export interface RuleSummary {
@@ -60,6 +66,19 @@ export class RuleSet {
   private statsCache: RuleStatsCache | undefined;
   /** `group`: the rule path (or domain) a per-value key belongs to, for the series cap (rule-stats.ts). */
   private readonly statsFor = (key: string, group?: string): RuleStats => (this.statsCache ??= new RuleStatsCache(this.stats)).get(key, group);
+
+  /** The RLQS quota rules of the same sources (set once by the builder). */
+  private quotaRuleSet: QuotaRuleSet = EMPTY_QUOTA_RULES;
+
+  /** The RLQS quota rules (`quota_buckets:` / `default_quota:`) loaded with these rules; swapped with them on reload. */
+  get quotaRules(): QuotaRuleSet {
+    return this.quotaRuleSet;
+  }
+
+  /** @internal the builder sets the quota rules it compiled from the same documents */
+  setQuotaRules(rules: QuotaRuleSet): void {
+    this.quotaRuleSet = rules;
+  }
 
   /** Algorithms other than fixed_window that some rule uses (filled by the builder). */
   private readonly usedAlgorithms = new Map<Algorithm, string>();
@@ -421,6 +440,8 @@ export function loadRuleSet(sources: readonly RuleSource[], opts: LoadOptions): 
       let spec;
       try {
         spec = decodeRuleDocument(doc);
+        const quota = decodeQuotaDocument(doc);
+        if (quota !== undefined) builder.quotaDocs.push({ name: source.name + where, spec: quota });
       } catch (err) {
         if (err instanceof RuleFileError) return fail(err.message + where);
         throw err;
@@ -438,6 +459,8 @@ export interface DecodedRuleSource {
   /** Name used in error messages (the xDS resource name). */
   readonly name: string;
   readonly spec: DomainSpec;
+  /** The resource's quota rules, when it carries any. */
+  readonly quota?: QuotaDocumentSpec | undefined;
 }
 
 /**
@@ -451,6 +474,7 @@ export function loadRuleSetFromSpecs(sources: readonly DecodedRuleSource[], opts
     builder.add(source.spec, (message: string): never => {
       throw new ConfigError(`${source.name}: ${message}`);
     }, '');
+    if (source.quota !== undefined) builder.quotaDocs.push({ name: source.name, spec: source.quota });
   }
   return builder.finish();
 }
@@ -468,10 +492,18 @@ class RuleSetBuilder {
   /** The cidr/prefix indexes built, to trim once every rule is in. */
   private readonly indexes: ValueIndex<RuleNode>[] = [];
 
+  /** The quota parts of the documents added, compiled by finish(). */
+  readonly quotaDocs: QuotaDocumentSource[] = [];
+
   /** The rule set, its indexes trimmed to what they hold (no rule is added after this). */
   finish(): RuleSet {
     for (const index of this.indexes) index.trim();
     this.indexes.length = 0;
+    if (this.quotaDocs.length > 0) {
+      this.ruleSet.setQuotaRules(
+        buildQuotaRuleSet(this.quotaDocs, { mergeDomainConfig: this.opts.mergeDomainConfig, extensions: this.opts.quotaExtensions ?? DEFAULT_QUOTA_EXTENSIONS }),
+      );
+    }
     return this.ruleSet;
   }
 

@@ -2,7 +2,7 @@
 // period), a reported demand in that unit, and one instance's share as the RateLimitStrategy the
 // server pushes. Every conversion rounds towards less traffic, so the strategies pushed for one
 // bucket never admit more than its quota per period (token buckets add their capacity once when
-// they are created full, which docs/rlqs-draft.md counts in the overshoot).
+// they are created full, which docs/ratelimit.md, "RLQS" counts in the overshoot).
 import type { RateLimitStrategyMsg } from '@rls/rls-proto';
 import type { QuotaSpec } from './quota-rules.js';
 

@@ -8,7 +8,7 @@
 // never collide across replicas and sort the same everywhere. Per bucket and instance it keeps
 // the smoothed demand, the grant held in the store and the strategy last pushed.
 //
-// Rules of a tick (docs/rlqs-draft.md, "Fairness"):
+// Rules of a tick (docs/ratelimit.md, "RLQS", "Fairness"):
 //   - demand: (allowed + denied) / time_elapsed of each report, smoothed so a rise counts at once
 //     and a fall by `demandDecay` of the difference per report; an instance whose rate is not
 //     known yet (its watch, time_elapsed 0) asks for the whole quota, so max-min gives it an equal

@@ -58,6 +58,9 @@ export class QuotaRuleSet {
   }
 }
 
+/** No quota rules: every bucket of every domain gets the built-in default. */
+export const EMPTY_QUOTA_RULES: QuotaRuleSet = new QuotaRuleSet(new Map(), new Map());
+
 /** `100 per 2 SECOND (token_bucket, burst 100)`, `allow_all`. */
 export function describeQuota(q: QuotaSpec): string {
   if (q.strategy === 'allow_all' || q.strategy === 'deny_all') return q.strategy;

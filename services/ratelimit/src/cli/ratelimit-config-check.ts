@@ -174,6 +174,14 @@ export function main(
         io.out(`  ${r.key}: ${r.limit}${r.name ? ` name=${r.name}` : ''}${r.shadowMode ? ' shadow_mode' : ''}${algorithm}`);
       }
     }
+    // RLQS quota rules (quota_buckets / default_quota), validated by the same load.
+    const quotaDomains = rules.quotaRules.domains();
+    if (quotaDomains.length > 0) {
+      const quotaRules = quotaDomains.map((d) => ({ domain: d, rules: rules.quotaRules.summary(d) }));
+      const entries = quotaRules.reduce((n, d) => n + d.rules.filter((r) => !r.isDefault).length, 0);
+      io.out(`RLQS quota rules: ${entries} quota_buckets entr${entries === 1 ? 'y' : 'ies'} in ${quotaDomains.length} domain(s)`);
+      for (const d of quotaRules) for (const r of d.rules) io.out(`  ${d.domain} quota ${r.isDefault ? 'default' : r.name}: ${r.quota}`);
+    }
     return 0;
   } catch (err) {
     io.err(`error loading rate limit configs: ${isRateLimitError(err) || err instanceof Error ? err.message : String(err)}`);

@@ -319,3 +319,29 @@ descriptors:
     ],
   );
 });
+
+test('rules tree: a document\'s RLQS quota buckets are listed (pattern, quota, name), then its default_quota', () => {
+  const yaml = `domain: edge
+descriptors:
+  - key: k
+    rate_limit: { unit: second, requests_per_unit: 1 }
+quota_buckets:
+  - bucket_id: { name: api, tenant: "*" }
+    quota: { unit: second, requests_per_unit: 100 }
+  - bucket_id: { name: api, client: { cidr: 10.0.0.0/8 } }
+    name: internal
+    quota: { strategy: deny_all }
+default_quota: { strategy: allow_all }
+`;
+  const r = new RulesRecorder();
+  r.loaded({ kind: 'file', specs: specsOfFiles([{ name: 'edge.yaml', content: yaml }, { name: 'plain.yaml', content: 'domain: plain\n' }]) }, 0);
+  const v = r.view();
+  const edge = v.domains.find((d) => d.domain === 'edge')!;
+  assert.deepEqual(edge.quotaBuckets, [
+    { bucketId: 'name=api, tenant=*', name: 'name=api,tenant=*', quota: '100 per second (token_bucket, burst 100)', isDefault: false },
+    { bucketId: 'name=api, client={ cidr: 10.0.0.0/8 }', name: 'internal', quota: 'deny_all', isDefault: false },
+    { bucketId: '(default)', name: 'default', quota: 'allow_all', isDefault: true },
+  ]);
+  assert.equal(v.domains.find((d) => d.domain === 'plain')!.quotaBuckets, undefined);
+  assert.equal(v.reloads[0]!.rules, 3);
+});

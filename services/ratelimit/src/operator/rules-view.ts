@@ -5,7 +5,20 @@
 // (display-text.ts: MAX_TEXT characters), the history to MAX_RELOADS entries and each error text
 // to MAX_ERROR characters.
 import { decodeRateLimitConfig } from '@rls/rls-proto';
-import { decodeRuleDocument, domainSpecOf, parseYamlDocuments, type DescriptorSpec, type DomainSpec, type RateLimitSpec, type RuleSource } from '@rls/engine';
+import {
+  decodeQuotaDocument,
+  decodeRuleDocument,
+  describeQuota,
+  domainSpecOf,
+  parseYamlDocuments,
+  renderNode,
+  type DescriptorSpec,
+  type DomainSpec,
+  type QuotaDocumentSpec,
+  type RateLimitSpec,
+  type RuleSource,
+  type ValuePatternSpec,
+} from '@rls/engine';
 import type { RuleSnapshot } from '../provider/rule-snapshot.js';
 import { displayText } from './display-text.js';
 
@@ -39,11 +52,24 @@ export interface DescriptorView {
   readonly children: DescriptorView[];
 }
 
+/** One RLQS quota rule (a quota_buckets entry or the default_quota) as the page shows it. */
+export interface QuotaBucketView {
+  /** The bucket_id pattern, `name=api, tenant=*`; `(default)` for default_quota. */
+  readonly bucketId: string;
+  /** The statistics name. */
+  readonly name: string;
+  /** `100 per second (token_bucket, burst 100)`, `allow_all`, ... */
+  readonly quota: string;
+  readonly isDefault: boolean;
+}
+
 export interface DomainView {
   readonly domain: string;
   /** `file <path>` or `xds resource <name>`. */
   readonly source: string;
   readonly descriptors: DescriptorView[];
+  /** The document's RLQS quota rules (entries in file order, then its default_quota); absent when it has none. */
+  readonly quotaBuckets?: QuotaBucketView[];
 }
 
 export type SourceKind = 'file' | 'xds';
@@ -102,6 +128,36 @@ function rateLimitView(rl: RateLimitSpec | undefined): LimitView | undefined {
   return view;
 }
 
+function patternText(p: ValuePatternSpec): string {
+  switch (p.kind) {
+    case 'exact':
+      return p.value;
+    case 'any':
+      return '*';
+    case 'wildcard':
+      return p.pattern;
+    case 'extension':
+      return `{ ${p.name}: ${renderNode(p.argument)} }`;
+  }
+}
+
+/** Quota entries count against the same MAX_NODES budget as descriptors (a rule file bounds both). */
+function quotaViews(q: QuotaDocumentSpec, budget: Budget): QuotaBucketView[] {
+  const out: QuotaBucketView[] = [];
+  for (const e of q.entries) {
+    if (budget.nodes >= MAX_NODES) {
+      budget.truncated = true;
+      return out;
+    }
+    budget.nodes += 1;
+    budget.rules += 1;
+    const bucketId = [...e.bucketId].map(([k, p]) => `${k}=${patternText(p)}`).join(', ');
+    out.push({ bucketId: displayText(bucketId), name: displayText(e.name), quota: displayText(describeQuota(e.quota)), isDefault: false });
+  }
+  if (q.defaultQuota !== undefined) out.push({ bucketId: '(default)', name: 'default', quota: describeQuota(q.defaultQuota), isDefault: true });
+  return out;
+}
+
 function descriptorViews(list: readonly DescriptorSpec[], budget: Budget): DescriptorView[] {
   const out: DescriptorView[] = [];
   for (const d of list) {
@@ -134,18 +190,26 @@ export interface LoadedSources {
   readonly version?: string;
   readonly directory?: string;
   /** File mode: the rule files; xDS: one entry per RateLimitConfig resource (its name) with its spec. */
-  readonly specs: readonly { readonly source: string; readonly spec: DomainSpec }[];
+  readonly specs: readonly LoadedSpec[];
   readonly files?: number;
 }
 
+/** One document (or xDS resource): its descriptors and, when it has any, its quota rules. */
+export interface LoadedSpec {
+  readonly source: string;
+  readonly spec: DomainSpec;
+  readonly quota?: QuotaDocumentSpec | undefined;
+}
+
 /** The specs of rule files (same parse as the loader; a source that fails here is skipped, it loaded before). */
-export function specsOfFiles(sources: readonly RuleSource[]): { source: string; spec: DomainSpec }[] {
-  const out: { source: string; spec: DomainSpec }[] = [];
+export function specsOfFiles(sources: readonly RuleSource[]): LoadedSpec[] {
+  const out: LoadedSpec[] = [];
   for (const s of sources) {
     try {
       for (const doc of parseYamlDocuments(s.content)) {
         const spec = decodeRuleDocument(doc);
-        if (spec.domain !== '' || spec.descriptors.length > 0) out.push({ source: `file ${s.name}`, spec });
+        const quota = decodeQuotaDocument(doc);
+        if (spec.domain !== '' || spec.descriptors.length > 0) out.push({ source: `file ${s.name}`, spec, ...(quota !== undefined ? { quota } : {}) });
       }
     } catch {
       // Not expected: these bytes were loaded successfully.
@@ -157,7 +221,7 @@ export function specsOfFiles(sources: readonly RuleSource[]): { source: string; 
 /** The specs of a worker's snapshot from the primary. */
 export function sourcesOfSnapshot(snapshot: RuleSnapshot): LoadedSources {
   if (snapshot.kind === 'file') return { kind: 'file', version: snapshot.version, specs: specsOfFiles(snapshot.sources), files: snapshot.sources.length };
-  const specs: { source: string; spec: DomainSpec }[] = [];
+  const specs: LoadedSpec[] = [];
   for (const b64 of snapshot.resources) {
     try {
       const r = decodeRateLimitConfig(Buffer.from(b64, 'base64'));
@@ -182,8 +246,10 @@ export class RulesRecorder {
   loaded(sources: LoadedSources, nowMs: number, historySource: string = sources.kind): void {
     const budget: Budget = { nodes: 0, truncated: false, rules: 0 };
     const domains: DomainView[] = [];
-    for (const { source, spec } of sources.specs) {
-      domains.push({ domain: displayText(spec.domain), source: displayText(source, MAX_LONG_TEXT), descriptors: descriptorViews(spec.descriptors, budget) });
+    for (const { source, spec, quota } of sources.specs) {
+      const descriptors = descriptorViews(spec.descriptors, budget);
+      const quotaBuckets = quota === undefined ? undefined : quotaViews(quota, budget);
+      domains.push({ domain: displayText(spec.domain), source: displayText(source, MAX_LONG_TEXT), descriptors, ...(quotaBuckets !== undefined ? { quotaBuckets } : {}) });
     }
     domains.sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : a.source < b.source ? -1 : 1));
     this.domains = domains;

@@ -17,6 +17,7 @@ import {
   isRequestLimitError,
   ServingStatus,
   SHOULD_RATE_LIMIT_PATH,
+  STREAM_RATE_LIMIT_QUOTAS_PATH,
   type RequestLimits,
 } from '@rls/rls-proto';
 import {
@@ -46,6 +47,7 @@ import {
 } from './grpc-server-types.js';
 import { GrpcStatus, statusForServiceError } from './grpc-status.js';
 import { RATELIMIT_HEALTH_SERVICE, servingStatusOf } from './health-source.js';
+import type { RlqsService } from './rlqs-calls.js';
 
 export const DEFAULT_MAX_RECEIVE = 4 * 1024 * 1024;
 /** GRPC_MAX_WATCHES_PER_CONNECTION's default (grpc-limits-settings.ts). */
@@ -56,6 +58,8 @@ export const KIND_NONE = -1;
 export const KIND_RLS = 0;
 export const KIND_CHECK = 1;
 export const KIND_WATCH = 2;
+/** StreamRateLimitQuotas (rlqs-calls.ts): messages both ways on one long-lived stream. */
+export const KIND_RLQS = 3;
 
 const EMPTY = Buffer.alloc(0);
 
@@ -128,6 +132,18 @@ export abstract class GrpcCall implements CallContext {
   abstract get inflateLane(): InflateLane;
   /** Identifies the call's connection (per-connection limits). */
   abstract get connectionKey(): object;
+  /** Response bytes queued for this call beyond the peer's flow-control window (long-lived streams bound it). */
+  sendBacklog(): number {
+    return 0;
+  }
+  /** Resets the stream (RST_STREAM CANCEL) without a status: for a peer that does not read. */
+  cancelStream(): void {
+    this.done = true;
+  }
+  /** True for calls whose request is a stream of messages (not held to the request read time). */
+  get clientStreaming(): boolean {
+    return this.kind === KIND_RLQS;
+  }
 }
 
 /**
@@ -190,7 +206,12 @@ export class GrpcDispatcher {
     this.healthService = opts.healthServiceName ?? RATELIMIT_HEALTH_SERVICE;
     this.maxWatches = opts.maxWatchesPerConnection ?? DEFAULT_MAX_WATCHES_PER_CONNECTION;
     this.health.onChange(() => this.onHealthChange());
+    this.rlqs = opts.rlqs;
+    this.rlqs?.bindFail((call, code, message) => this.fail(call, code, message));
   }
+
+  /** StreamRateLimitQuotas, when RLQS is enabled (RLQS_ENABLED); UNIMPLEMENTED otherwise. */
+  private readonly rlqs: RlqsService | undefined;
 
   /**
    * Checks the request headers and prepares the call. Returns false when the call was answered
@@ -213,7 +234,16 @@ export class GrpcDispatcher {
       this.refuse(call, 415, GrpcStatus.INTERNAL, `grpc: invalid gRPC request content-type "${contentType ?? ''}"`);
       return false;
     }
-    const kind = path === SHOULD_RATE_LIMIT_PATH ? KIND_RLS : path === HEALTH_CHECK_PATH ? KIND_CHECK : path === HEALTH_WATCH_PATH ? KIND_WATCH : KIND_NONE;
+    const kind =
+      path === SHOULD_RATE_LIMIT_PATH
+        ? KIND_RLS
+        : path === HEALTH_CHECK_PATH
+          ? KIND_CHECK
+          : path === HEALTH_WATCH_PATH
+            ? KIND_WATCH
+            : path === STREAM_RATE_LIMIT_QUOTAS_PATH && this.rlqs !== undefined
+              ? KIND_RLQS
+              : KIND_NONE;
     if (kind === KIND_NONE) {
       this.refuse(call, 200, GrpcStatus.UNIMPLEMENTED, unknownMethodMessage(path));
       return false;
@@ -234,12 +264,17 @@ export class GrpcDispatcher {
       }
       if (timeoutMs <= MAX_TIMER_MS) call.timer = setTimeout(onDeadline, timeoutMs, call, this);
     }
+    if (kind === KIND_RLQS) return this.rlqs!.begin(call);
     return true;
   }
 
   /** A request DATA chunk. The chunk is kept: the transport must not reuse its memory. */
   onData(call: GrpcCall, chunk: Buffer): void {
     if (call.done || chunk.length === 0) return;
+    if (call.kind === KIND_RLQS) {
+      this.rlqs!.onData(call, chunk);
+      return;
+    }
     if (call.first === undefined) call.first = chunk;
     else (call.chunks ??= [call.first]).push(chunk);
     call.received += chunk.length;
@@ -260,12 +295,17 @@ export class GrpcDispatcher {
   /** The client ended its half of the stream. */
   onEnd(call: GrpcCall): void {
     call.ended = true;
+    if (call.kind === KIND_RLQS) {
+      if (!call.done) this.rlqs!.onEnd(call);
+      return;
+    }
     if (!call.done && call.kind !== KIND_NONE) this.onRequestComplete(call);
   }
 
   /** The stream went away (RST_STREAM, connection loss) before or after the answer. */
   onReset(call: GrpcCall): void {
     if (call.kind === KIND_WATCH) this.dropWatch(call);
+    if (call.kind === KIND_RLQS) this.rlqs!.onReset(call);
     if (call.done) return;
     // The client cancelled or the connection dropped: tell the handler so it stops waiting.
     call.done = true;
@@ -542,6 +582,7 @@ export class GrpcDispatcher {
 
   /** Shutdown: every open Watch ends with UNAVAILABLE. */
   endWatches(): void {
+    this.rlqs?.endAll();
     for (const call of [...this.watchers]) this.fail(call, GrpcStatus.UNAVAILABLE, 'server shutting down');
     this.watchers.clear();
   }

@@ -7,6 +7,8 @@ import type { AddressInfo } from 'node:net';
 import type { PeerCertificate } from 'node:tls';
 import type { DecidedResponse, RandomSource, RateLimitRequest } from '@rls/engine';
 import type { RequestLimits } from '@rls/rls-proto';
+// Type only (no runtime import): the optional RLQS service the dispatcher hands that method to.
+import type { RlqsService } from './rlqs-calls.js';
 
 /** What a handler gets besides the request: aborted when the client cancels or the deadline passes. */
 export interface CallContext {
@@ -124,6 +126,8 @@ export interface GrpcDispatcherOptions {
   healthServiceName?: string | undefined;
   /** Descriptor/entry bounds enforced while decoding (limits-settings.ts; the decoder's defaults when absent). */
   requestLimits?: RequestLimits | undefined;
+  /** StreamRateLimitQuotas (RLQS_ENABLED): served when given, UNIMPLEMENTED otherwise. */
+  rlqs?: RlqsService | undefined;
 }
 
 export interface GrpcServerOptions extends Omit<GrpcDispatcherOptions, 'logger'> {

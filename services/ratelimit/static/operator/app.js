@@ -403,6 +403,17 @@ function descriptorList(list) {
   return ul;
 }
 
+// RLQS quota rules of a document (quota_buckets entries, then default_quota).
+function quotaList(list) {
+  const ul = el('ul', { class: 'quota-buckets' });
+  for (const q of list) {
+    ul.append(
+      el('li', { class: 'rule' }, el('span', { class: 'mono' }, shown(q.bucketId)), badge('limit', shown(q.quota)), ...(q.isDefault ? [] : [badge('', 'name ', shown(q.name))])),
+    );
+  }
+  return ul;
+}
+
 function renderRules(v) {
   const src = v.source;
   const line = document.getElementById('rules-source');
@@ -426,6 +437,7 @@ function renderRules(v) {
         { class: 'domain', open: first || open.has(id) },
         el('summary', {}, el('strong', { class: 'mono' }, shown(d.domain)), badge('', shown(d.source))),
         d.descriptors.length === 0 ? el('p', { class: 'empty', text: 'no descriptors' }) : descriptorList(d.descriptors),
+        ...(d.quotaBuckets ? [el('p', { text: 'RLQS quota buckets' }), quotaList(d.quotaBuckets)] : []),
       );
       details.dataset.id = id;
       return details;

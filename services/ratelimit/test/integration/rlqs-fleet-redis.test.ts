@@ -122,7 +122,7 @@ describe('RLQS: simulated Envoys against two replicas on Redis', () => {
         if (convergedAfter < 0 && converged()) convergedAfter = sec;
         if (!converged()) convergedAfter = -1;
       }
-      // Documented bound (docs/rlqs-draft.md): a fall from 300/s to 10/s against a water level of
+      // Documented bound (docs/ratelimit.md, "RLQS"): a fall from 300/s to 10/s against a water level of
       // 30/s with decay 0.5 needs ⌈log2(290 / 20)⌉ = 4 reports of 1 s, then three ticks of 1 s
       // and the 0.5 s hold: 8 s.
       assert.ok(convergedAfter > 0 && convergedAfter <= 8, `converged after ${convergedAfter} s`);

@@ -191,3 +191,24 @@ test('a store chosen by nobody is said to be the default', () => {
   assert.ok(r.out.some((l) => l.startsWith("(no BACKEND_TYPE, -backend_type or -env_file: checked for the service's default store")));
   assert.ok(!run(['-config_dir', dir], { BACKEND_TYPE: 'memory' }).out.some((l) => l.startsWith('(no BACKEND_TYPE')));
 });
+
+test('RLQS quota rules: listed when valid; a bad quota_buckets entry exits 1 naming the file and entry', () => {
+  const d = tempDir();
+  try {
+    writeFileSync(
+      join(d.path, 'edge.yaml'),
+      'domain: edge\nquota_buckets:\n  - bucket_id: { name: api, tenant: "*" }\n    quota: { unit: second, requests_per_unit: 100 }\ndefault_quota: { strategy: deny_all }\n',
+    );
+    const ok = run(['-config_dir', d.path]);
+    assert.equal(ok.code, 0, ok.err.join('\n'));
+    assert.ok(ok.out.includes('RLQS quota rules: 1 quota_buckets entry in 1 domain(s)'), ok.out.join('\n'));
+    assert.ok(ok.out.includes('  edge quota name=api,tenant=*: 100 per second (token_bucket, burst 100)'));
+    assert.ok(ok.out.includes('  edge quota default: deny_all'));
+    writeFileSync(join(d.path, 'edge.yaml'), 'domain: edge\nquota_buckets:\n  - bucket_id: { name: api }\n    quota: { strategy: token_bucket, unit: second }\n');
+    const bad = run(['-config_dir', d.path]);
+    assert.equal(bad.code, 1);
+    assert.match(bad.err[0]!, /^error loading rate limit configs: edge\.yaml: quota_buckets\[0\]/);
+  } finally {
+    d.cleanup();
+  }
+});

@@ -79,6 +79,8 @@ export interface H2Stream {
   pendingTrailers: Buffer | undefined;
   /** Reset with NO_ERROR once the queued response is out (the request was not read to its end). */
   resetWhenSent: boolean;
+  /** A request that is a stream of messages (RLQS): exempt from the request read time, bounded by its handler. */
+  readonly clientStreaming?: boolean;
 }
 
 export interface H2Handler<S extends H2Stream> {
@@ -437,7 +439,8 @@ export class H2Connection<S extends H2Stream> {
     let acted = false;
     if (this.incomplete > 0) {
       for (const s of this.streams.values()) {
-        if (!s.remoteClosed && now - s.openedAt >= t.requestReadMs) {
+        // A client-streaming call (RLQS) sends for as long as it lives: its own bounds hold it.
+        if (!s.remoteClosed && s.clientStreaming !== true && now - s.openedAt >= t.requestReadMs) {
           this.logger.debug({ ms: t.requestReadMs }, 'grpc stream reset: request not received in time');
           this.resetStream(s, CANCEL);
           acted = true;

@@ -106,7 +106,19 @@ class LeanCall extends GrpcCall implements H2Stream {
   get connectionKey(): object {
     return this.conn;
   }
+
+  override sendBacklog(): number {
+    return this.pendingData?.length ?? 0;
+  }
+
+  override cancelStream(): void {
+    this.done = true;
+    this.conn.resetStream(this, CANCEL_CODE);
+  }
 }
+
+/** RST_STREAM CANCEL (RFC 9113 §7). */
+const CANCEL_CODE = 0x8;
 
 interface ConnectionTimers {
   age: NodeJS.Timeout | undefined;
