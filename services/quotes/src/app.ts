@@ -259,7 +259,6 @@ export async function buildApp(settings: Readonly<Settings>, deps: AppDeps): Pro
       await flushUsage();
     });
   }
-  app.decorateRequest('account', null);
   app.decorateRequest('startedAt', 0);
   // On every response: the data source, so simulated numbers are never mistaken for market data, and CORS.
   const commonHeaders = [
@@ -269,7 +268,6 @@ export async function buildApp(settings: Readonly<Settings>, deps: AppDeps): Pro
   ];
   app.addHook('onRequest', (request, reply, done) => {
     request.startedAt = performance.now();
-    request.account = null;
     for (let i = 0; i < commonHeaders.length; i += 2) reply.header(commonHeaders[i]!, commonHeaders[i + 1]);
     done();
   });

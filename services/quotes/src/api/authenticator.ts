@@ -38,7 +38,11 @@ export function authorize(account: Account | undefined): Account {
   return account;
 }
 
-export type Authenticate = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+/**
+ * Authenticates and admits a request; resolves with the account, handed on explicitly to the
+ * rest of the handler (no decorated request property).
+ */
+export type Authenticate = (request: FastifyRequest, reply: FastifyReply) => Promise<Account>;
 
 /**
  * Token -> account (`authorize`), then every limiter in order (429 burst limits, then 402
@@ -46,7 +50,7 @@ export type Authenticate = (request: FastifyRequest, reply: FastifyReply) => Pro
  * handler (a route hook would cost an extra callback hop on the hottest path).
  */
 export function authenticator(accounts: AccountService, limiters: readonly RequestLimiter[], tokenFrom: (request: FastifyRequest) => string | undefined = requestToken): Authenticate {
-  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<Account> => {
     const account = authorize(await accounts.authenticate(tokenFrom(request)));
     const headers: string[] = [];
     try {
@@ -54,6 +58,6 @@ export function authenticator(accounts: AccountService, limiters: readonly Reque
     } finally {
       for (let i = 0; i < headers.length; i += 2) reply.header(headers[i]!, headers[i + 1]);
     }
-    request.account = account;
+    return account;
   };
 }

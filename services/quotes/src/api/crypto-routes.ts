@@ -61,9 +61,7 @@ export function registerCryptoRoutes(app: FastifyInstance, deps: CryptoRoutesDep
   app.get('/api/v2/crypto', async (request, reply) => {
     // A Host that cannot be an origin is refused before the request is counted.
     const origin = requestOrigin(deps.publicBaseUrl, request.protocol, request.host);
-    await deps.auth(request, reply);
-    const account = request.account;
-    if (account === null) throw new QuotesError('TOKEN_INVALID');
+    const account = await deps.auth(request, reply);
     const req = cryptoRequest(request.query as RawQuery, account.plan, deps.catalog, origin);
     let result: CryptoResult;
     if (req.history !== undefined) {

@@ -46,9 +46,7 @@ export function registerCurrencyRoutes(app: FastifyInstance, deps: CurrencyRoute
   };
 
   app.get('/api/v2/currency', async (request, reply) => {
-    await deps.auth(request, reply);
-    const account = request.account;
-    if (account === null) throw new QuotesError('TOKEN_INVALID');
+    const account = await deps.auth(request, reply);
     const { fx, maxAge } = await freshFx();
     const pairs = parsePairs(queryValue(request.query as RawQuery, 'currency'), fx, account.plan.maxCoinsPerRequest);
     // The daily fixings behind each change (loaded once per currency and kept by FxHistory).

@@ -3,7 +3,7 @@ import { QuotesError } from '../errors.js';
 import { DAY } from '../history/intervals.js';
 import { badParam } from './cg-errors.js';
 import { bool, instant, list, precision, required, text } from './cg-params.js';
-import { cgBaseUrl, cgCoin, cgPlan, cgRoute, cgVs, type CgBodyCache, type CgRouteDeps } from './cg-route.js';
+import { cgBaseUrl, cgCoin, cgRoute, cgVs, type CgBodyCache, type CgRouteDeps } from './cg-route.js';
 import { exchangeRatesView, historyDate, historyView, MOVER_DURATIONS, MOVER_WINDOWS, moversView, TOP_COINS, type MoversParams } from './history-views.js';
 import type { ChangeWindow } from './market-data.js';
 import { ohlcView, planFloor } from './views.js';
@@ -19,16 +19,15 @@ export const OHLC_RANGE_MAX_DAYS = { daily: 180, hourly: 31 } as const;
 export function registerCoinGeckoHistoryRoutes(app: FastifyInstance, deps: CgRouteDeps, bodies: CgBodyCache): void {
   const { data, catalog } = deps;
 
-  cgRoute(app, deps, '/api/v3/coins/:id/history', (request, q, board) => {
+  cgRoute(app, deps, '/api/v3/coins/:id/history', (request, q, board, plan) => {
     const c = cgCoin(catalog, request, board);
     const day = historyDate(required(q, 'date'));
-    const plan = cgPlan(request);
     if (plan.historyDays !== null && day < planFloor(plan, board.asOf)) throw new QuotesError('HISTORY_BEYOND_PLAN', { limit: plan.historyDays });
     const p = { day, localization: bool(q, 'localization', true), baseUrl: cgBaseUrl() };
     return bodies.get(board, { kind: 'history', coin: c.id, date: String(day), localization: p.localization }, () => historyView(data, board, c, p));
   });
 
-  cgRoute(app, deps, '/api/v3/coins/:id/ohlc/range', (request, q, board) => {
+  cgRoute(app, deps, '/api/v3/coins/:id/ohlc/range', (request, q, board, plan) => {
     const c = cgCoin(catalog, request, board);
     const vs = cgVs(data, q, board);
     const interval = required(q, 'interval').toLowerCase();
@@ -38,7 +37,7 @@ export function registerCoinGeckoHistoryRoutes(app: FastifyInstance, deps: CgRou
     if (!(from < to)) throw badParam("'from' must be earlier than 'to' (and than now)");
     const maxDays = OHLC_RANGE_MAX_DAYS[interval];
     if (to - from > maxDays * DAY) throw badParam(`interval=${interval} is limited to ${maxDays} days per request`);
-    from = Math.max(from, planFloor(cgPlan(request), board.asOf));
+    from = Math.max(from, planFloor(plan, board.asOf));
     const prec = precision(q);
     const granularity = { interval: interval === 'daily' ? ('1d' as const) : ('1h' as const) };
     return bodies.get(board, { kind: 'ohlc-range', coin: c.id, vs, from, to, interval, precision: String(prec) }, () =>

@@ -7,6 +7,7 @@ import '../api/request-context.js';
 import type { Clock } from '../clock.js';
 import { QuotesError } from '../errors.js';
 import { ByteLru } from '../history/byte-lru.js';
+import type { Plan } from '../accounts/plans.js';
 import { ORIGIN_MARK, OriginJson, requestOrigin, type Origin } from '../origin.js';
 import type { CoinCatalog } from '../market/coin-catalog.js';
 import { cgErrorAnswer } from './cg-errors.js';
@@ -100,7 +101,8 @@ export interface CgRouteDeps {
   refreshMs: number;
 }
 
-export type CgHandler = (request: FastifyRequest, q: RawQuery, board: Board) => Promise<CgBody>;
+/** `plan` is the authenticated account's (from the route's auth step). */
+export type CgHandler = (request: FastifyRequest, q: RawQuery, board: Board, plan: Plan) => Promise<CgBody>;
 
 /**
  * The origin of absolute URLs (icons, logos) in bodies as they are built and cached: the mark that
@@ -126,9 +128,9 @@ export function cgRoute(app: FastifyInstance, deps: CgRouteDeps, url: string, ha
     try {
       const origin = requestOrigin(deps.publicBaseUrl, request.protocol, request.host);
       if (requestCoingeckoToken(request) === undefined) throw new QuotesError('TOKEN_INVALID', { reason: 'missing' });
-      await deps.auth(request, reply);
+      const account = await deps.auth(request, reply);
       const board = await deps.data.board();
-      const body = await handler(request, request.query as RawQuery, board);
+      const body = await handler(request, request.query as RawQuery, board, account.plan);
       return sendAnswer(reply, cacheableAnswer(body.json.render(origin).json, body.etag, cgMaxAge(deps, board), request.headers['if-none-match']));
     } catch (err) {
       return sendAnswer(reply, cgErrorAnswer(err, request.log));
@@ -153,12 +155,6 @@ export function cgVs(data: MarketData, q: RawQuery, board: Board, name = 'vs_cur
   return vs;
 }
 
-/** The plan of the authenticated request. */
-export function cgPlan(request: FastifyRequest): NonNullable<FastifyRequest['account']>['plan'] {
-  const a = request.account;
-  if (a === null) throw new QuotesError('TOKEN_INVALID');
-  return a.plan;
-}
 
 /**
  * GET /api/v3 (the base URL the quick start prints, opened in a browser): the answer of /ping and

@@ -9,6 +9,7 @@ import '../api/request-context.js';
 import type { Clock } from '../clock.js';
 import { QuotesError } from '../errors.js';
 import { DAY } from '../history/intervals.js';
+import type { Plan } from '../accounts/plans.js';
 import type { CoinCatalog } from '../market/coin-catalog.js';
 import { ORIGIN_MARK, OriginJson, requestOrigin, type Origin } from '../origin.js';
 import { badParam, cgErrorAnswer } from './cg-errors.js';
@@ -148,7 +149,7 @@ export function registerCoinGeckoRoutes(app: FastifyInstance, deps: CoinGeckoRou
 
   const maxAge = (board: Board): number => Math.max(0, Math.ceil((board.snap.fetchedAt + deps.refreshMs - deps.clock.now()) / 1000));
 
-  type Handler = (request: FastifyRequest, q: RawQuery, board: Board) => Promise<Body>;
+  type Handler = (request: FastifyRequest, q: RawQuery, board: Board, plan: Plan) => Promise<Body>;
 
   /**
    * An authenticated route: origin (a Host that cannot be one is refused before anything is
@@ -160,9 +161,9 @@ export function registerCoinGeckoRoutes(app: FastifyInstance, deps: CoinGeckoRou
       try {
         const origin = requestOrigin(deps.publicBaseUrl, request.protocol, request.host);
         if (requestCoingeckoToken(request) === undefined) throw new QuotesError('TOKEN_INVALID', { reason: 'missing' });
-        await deps.auth(request, reply);
+        const account = await deps.auth(request, reply);
         const board = await data.board();
-        const body = await handler(request, request.query as RawQuery, board);
+        const body = await handler(request, request.query as RawQuery, board, account.plan);
         return sendAnswer(reply, cacheableAnswer(body.json.render(origin).json, body.etag, maxAge(board), request.headers['if-none-match']));
       } catch (err) {
         return sendAnswer(reply, cgErrorAnswer(err, request.log));
@@ -182,11 +183,6 @@ export function registerCoinGeckoRoutes(app: FastifyInstance, deps: CoinGeckoRou
     const c = board.bySymbol.get(symbol);
     if (c === undefined) throw new QuotesError('QUOTE_UNAVAILABLE', { coins: [symbol] });
     return c;
-  };
-  const planOf = (request: FastifyRequest): NonNullable<FastifyRequest['account']>['plan'] => {
-    const a = request.account;
-    if (a === null) throw new QuotesError('TOKEN_INVALID');
-    return a.plan;
   };
 
   app.get('/api/v3/ping', (_request, reply) => {
@@ -263,7 +259,7 @@ export function registerCoinGeckoRoutes(app: FastifyInstance, deps: CoinGeckoRou
     return cached(board, `coin|${c.id}|${JSON.stringify(p)}`, () => coinView(data, board, c, p));
   });
 
-  route('/api/v3/coins/:id/market_chart', (request, q, board) => {
+  route('/api/v3/coins/:id/market_chart', (request, q, board, plan) => {
     const c = coinOf(request, board);
     const vs = vsOf(q, board);
     const daysRaw = required(q, 'days').toLowerCase();
@@ -278,35 +274,35 @@ export function registerCoinGeckoRoutes(app: FastifyInstance, deps: CoinGeckoRou
       from = board.asOf - Math.round(span * DAY);
     }
     const granularity = chartGranularity(span, text(q, 'interval')?.toLowerCase());
-    from = Math.max(from, planFloor(planOf(request), board.asOf));
+    from = Math.max(from, planFloor(plan, board.asOf));
     const prec = precision(q);
     return cached(board, `chart|${c.id}|${vs}|${daysRaw}|${granularity.interval}|${String(prec)}|${from}`, () =>
       chartView(data, board, { coin: c, vs, from, to: board.asOf, granularity, precision: prec }),
     );
   });
 
-  route('/api/v3/coins/:id/market_chart/range', (request, q, board) => {
+  route('/api/v3/coins/:id/market_chart/range', (request, q, board, plan) => {
     const c = coinOf(request, board);
     const vs = vsOf(q, board);
     let from = instant(q, 'from');
     const to = Math.min(instant(q, 'to'), board.asOf);
     if (!(from < to)) throw badParam("'from' must be earlier than 'to' (and than now)");
     const granularity = chartGranularity((to - from) / DAY, text(q, 'interval')?.toLowerCase());
-    from = Math.max(from, planFloor(planOf(request), board.asOf));
+    from = Math.max(from, planFloor(plan, board.asOf));
     const prec = precision(q);
     return cached(board, `range|${c.id}|${vs}|${from}|${to}|${granularity.interval}|${String(prec)}`, () =>
       chartView(data, board, { coin: c, vs, from, to: Math.max(from, to), granularity, precision: prec }),
     );
   });
 
-  route('/api/v3/coins/:id/ohlc', (request, q, board) => {
+  route('/api/v3/coins/:id/ohlc', (request, q, board, plan) => {
     const c = coinOf(request, board);
     const vs = vsOf(q, board);
     const daysRaw = required(q, 'days').toLowerCase();
     if (!(OHLC_DAYS as readonly string[]).includes(daysRaw)) throw badParam(`invalid 'days' parameter: expected one of ${OHLC_DAYS.join(', ')}`);
     const days = daysRaw === 'max' ? Infinity : Number(daysRaw);
     const granularity = ohlcGranularity(days, text(q, 'interval')?.toLowerCase());
-    const from = Math.max(days === Infinity ? 0 : board.asOf - days * DAY, planFloor(planOf(request), board.asOf));
+    const from = Math.max(days === Infinity ? 0 : board.asOf - days * DAY, planFloor(plan, board.asOf));
     const prec = precision(q);
     return cached(board, `ohlc|${c.id}|${vs}|${daysRaw}|${granularity.interval}|${granularity.mergeSeconds ?? 0}|${String(prec)}|${from}`, () =>
       ohlcView(data, { coin: c, vs, from, to: board.asOf, granularity, precision: prec }),
