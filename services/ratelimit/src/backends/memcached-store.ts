@@ -19,8 +19,9 @@
 //
 // Counters saturate (counter-store.ts): a value at or past 2^53, or one that is not a number
 // (memcached refuses to increment it), reads as SATURATED_COUNT and stays over every limit until
-// it expires. A call's delta is capped at 2^53-1, so memcached's incr could wrap at 2^64 only
-// after about 2^28 maximal requests (16 descriptors × 2^32 hits) on one saturated key in one window.
+// it expires. A call's delta is capped at 2^53-1; an incr whose result wrapped past 2^64-1 or
+// came within 2^60 of it reads saturated and pins the counter back to 2^63 (a `set`), so
+// memcached's incr never turns a saturated counter into a small one for more than that moment.
 //
 // Algorithms (CounterStore.execute): sliding window is the fixed-window increment plus the
 // previous window's key in the same multi-key `get` (read only, never written), so it costs
@@ -117,6 +118,10 @@ interface KeyPlan {
 }
 
 const LOG_EVERY_MS = 5_000;
+
+/** A counter at or past this (2^64 - 2^60) is pinned back to PIN_TEXT (2^63) so incr never wraps. */
+const PIN_ABOVE = 2n ** 64n - 2n ** 60n;
+const PIN_TEXT = String(2n ** 63n);
 
 /** What this store runs (the configuration check uses it without opening a connection). */
 export const MEMCACHED_ALGORITHMS: ReadonlySet<Algorithm> = new Set<Algorithm>(['fixed_window', 'sliding_window']);
@@ -463,7 +468,19 @@ export class MemcachedStore implements CounterStore {
             } else {
               s?.incrOk.inc();
               // An unreadable answer counts as saturated (saturate(NaN)).
-              finish(/^\d{1,20} *$/.test(line) ? saturate(Number(line.trim())) : SATURATED_COUNT);
+              if (!/^\d{1,20} *$/.test(line)) {
+                finish(SATURATED_COUNT);
+                return;
+              }
+              const after = BigInt(line.trim());
+              // Wrapped past 2^64-1 (the result is below the delta), or close to it: pin the
+              // counter at 2^63, saturated and 2^63 away from the wrap (no single call adds 2^53).
+              if (after < BigInt(delta) || after >= PIN_ABOVE) {
+                conn.send(`set ${key} 0 ${exptime} ${PIN_TEXT.length}\r\n${PIN_TEXT}\r\n`, new LineReply(() => undefined));
+                finish(SATURATED_COUNT);
+                return;
+              }
+              finish(saturate(Number(after)));
             }
           }),
         );
