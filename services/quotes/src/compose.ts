@@ -136,6 +136,6 @@ export function createRateLimitGate(settings: Readonly<Settings>, logger: Logger
   if (!settings.rateLimitEnabled) return undefined;
   const address = settings.rateLimitGrpcAddr;
   const decider: RateLimitDecider =
-    address === undefined ? embeddedDecider(settings.rateLimitRulesDir, clock) : connectRemoteDecider({ address, tls: settings.rateLimitTls, timeoutMs: settings.rateLimitTimeoutMs }, logger);
+    address === undefined ? embeddedDecider(settings.rateLimitRulesDir, clock, settings.rateLimitMemoryMaxBytes) : connectRemoteDecider({ address, tls: settings.rateLimitTls, timeoutMs: settings.rateLimitTimeoutMs }, logger);
   return createGate(observe(decider), { domain: settings.rateLimitDomain, failureMode: settings.rateLimitFailureMode, address }, logger, clock);
 }

@@ -342,6 +342,14 @@ export const SETTING_DEFS = {
     parse: (raw) => parseEnum(raw, ['allow', 'deny'] as const, false),
   }),
   rateLimitDomain: def({ name: 'RATELIMIT_DOMAIN', default: 'quotes', meaning: 'Rate limit domain of the quotes rules.', parse: text }),
+  rateLimitMemoryMaxBytes: def({
+    name: 'RATELIMIT_MEMORY_MAX_BYTES',
+    default: '67108864',
+    unit: 'bytes',
+    meaning:
+      'Memory the embedded engine\'s counter store may charge (key bytes + 192 per counter; used without RATELIMIT_GRPC_ADDR). When full it drops expired, then least recently used cold counters, never hot ones or ones at their limit; when nothing can go, new counters are refused like an unreachable ratelimit service (RATELIMIT_FAILURE_MODE). 4096–17179869184; default 64 MiB.',
+    parse: int(4096, 17_179_869_184),
+  }),
   rateLimitRulesDir: def({ name: 'RATELIMIT_RULES_DIR', default: undefined, unit: 'path', meaning: 'Rule directory of the embedded engine; unset: services/quotes/ratelimit (quotes.yaml) shipped with the service.', parse: optional(text) }),
   publicMarket: def({
     name: 'QUOTES_PUBLIC_MARKET',

@@ -70,7 +70,11 @@ export function composeCounterStore(s: Settings, deps: ComposeStoreDeps): Compos
   const { clock, random, stats, logger } = deps;
   switch (s.backendType) {
     case 'memory':
-      return { store: new MemoryStore({ clock, maxKeys: s.memoryStoreMaxKeys, stats }), ready: () => Promise.resolve(), quotaShare: new MemoryShareStore() };
+      return {
+        store: new MemoryStore({ clock, maxBytes: s.memoryStoreMaxBytes, maxKeys: s.memoryStoreMaxKeys, stats, log: (message) => logger.child({ component: 'memory_store' }).warn(message) }),
+        ready: () => Promise.resolve(),
+        quotaShare: new MemoryShareStore(),
+      };
     case 'redis': {
       const store = createKvStore(s, { stats, logger, random });
       const ready = (): Promise<void> =>

@@ -203,7 +203,21 @@ export const SETTING_DEFS = {
   }),
 
   // --- counter store: embedded
-  memoryStoreMaxKeys: def({ name: 'MEMORY_STORE_MAX_KEYS', default: '1000000', meaning: 'Live counters the embedded store keeps (BACKEND_TYPE=memory, about 270 bytes each); when full, the counters expiring soonest are dropped first.', parse: (raw) => parseInteger(raw, 1) }),
+  memoryStoreMaxBytes: def({
+    name: 'MEMORY_STORE_MAX_BYTES',
+    default: '268435456',
+    unit: 'bytes',
+    meaning:
+      'Memory the embedded store (BACKEND_TYPE=memory) may charge for counters: each costs its key bytes plus 192. When full it drops expired counters, then the least recently used cold ones (never one touched in the last two seconds, never one at its limit while held counters fit in half of this); when nothing can go, new counters are refused like a store outage (`ratelimit.memory_store.refused`). At least 4096; default 256 MiB.',
+    parse: (raw) => parseInteger(raw, 4096),
+  }),
+  memoryStoreMaxKeys: def({
+    name: 'MEMORY_STORE_MAX_KEYS',
+    default: '',
+    unit: 'keys',
+    meaning: 'Optional extra cap on the embedded store\'s live counters, applied with the same eviction order as MEMORY_STORE_MAX_BYTES. Empty: only the byte bound applies.',
+    parse: (raw) => (raw.trim() === '' ? undefined : parseInteger(raw, 1)),
+  }),
 
   // --- counter store: memcached
   ...MCSTORE_SETTING_DEFS,

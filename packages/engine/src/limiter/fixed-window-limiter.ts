@@ -186,8 +186,8 @@ export class FixedWindowLimiter {
         const ttl = expireSeconds(divider, jitter, this.random);
         // A tagged tail (rate_limits entry, multiplied window) is our own key format: the store may set its TTL once.
         // Upstream's keys keep their op shape (and their TTL re-applied on every hit).
-        if (limit.keyTail !== '') return { key: plan.keys[i]!, addend, expireSeconds: ttl, windowSeconds: divider, expireOnCreate: true };
-        return { key: plan.keys[i]!, addend, expireSeconds: ttl, windowSeconds: divider };
+        if (limit.keyTail !== '') return { key: plan.keys[i]!, addend, expireSeconds: ttl, windowSeconds: divider, expireOnCreate: true, limit: limit.requestsPerUnit };
+        return { key: plan.keys[i]!, addend, expireSeconds: ttl, windowSeconds: divider, limit: limit.requestsPerUnit };
       }
       if (limit.algorithm === 'sliding_window') {
         // The previous window is read during the whole current one: keep each counter two windows.
@@ -197,6 +197,7 @@ export class FixedWindowLimiter {
           expireSeconds: expireSeconds(2 * divider, jitter, this.random),
           windowSeconds: divider,
           previousKey: plan.previousKeys![i]!,
+          limit: limit.requestsPerUnit,
         };
       }
       // More than burst + 1 hits are refused whatever the bucket holds: capping keeps every

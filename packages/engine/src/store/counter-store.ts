@@ -36,6 +36,12 @@ export interface CounterOp {
    */
   expireOnCreate?: boolean;
   /**
+   * fixed_window and sliding_window: the rule's requests_per_unit. A store that evicts under
+   * memory pressure (the memory store) keeps a counter at or over it while its window is live.
+   * Absent: the store treats the counter as under its limit.
+   */
+  limit?: number;
+  /**
    * sliding_window only: the previous window's counter key. The store increments `key` exactly as
    * for a fixed window and, in the same round trip, reads this key without changing it
    * (OpResult.previous; 0 when missing).

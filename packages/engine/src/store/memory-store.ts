@@ -2,16 +2,25 @@
 // INCRBY + EXPIRE exactly (the TTL is re-applied on every increment; an expired key reads as 0;
 // EXPIRE with a non-positive TTL deletes the key) with expiry measured on the injected clock.
 //
-// Memory is bounded. Keys wait in a time-bucketed expiry queue (one bucket per expiry second,
-// a min-heap of bucket seconds); each call sweeps a few entries of buckets that are already in the
-// past, so expired windows are freed incrementally and the hot path never scans the whole map.
-// A key is queued once, under a bucket no later than its expiry; when its TTL is refreshed it
-// stays there and is moved to its real bucket when that bucket comes up. When `maxKeys` live keys
-// exist, the keys expiring soonest are evicted first (counted in `evicted`).
+// Memory is bounded in bytes (`maxBytes`, default 256 MiB) and optionally in keys (`maxKeys`).
+// Each entry is charged ENTRY_OVERHEAD_BYTES plus its key's string bytes (1 per character, 2
+// when the key holds a character above U+00FF), so long descriptor values cost what they weigh.
 //
-// Footprint (measured on node 20 with 300,000 keys of 49 characters): ~270 bytes of heap per
-// key, i.e. ~200 bytes of map entry, counter record and queue slot plus the key string. The
-// default 1,000,000 keys therefore cap the store at roughly 270 MB; size `maxKeys` to the heap.
+// Expired windows are freed incrementally: keys wait in a time-bucketed expiry queue (one bucket
+// per expiry second, a min-heap of bucket seconds) and each call sweeps a few entries of buckets
+// already in the past. When a new key does not fit, room is made in this order:
+//   1. expired counters (the rest of the past buckets);
+//   2. the least recently used cold counters: the live map is kept in LRU order (a touch deletes
+//      and re-inserts), so the oldest entry is the first candidate. A counter touched in the
+//      current or the previous second is hot and never evicted; since the map is in LRU order,
+//      a hot oldest entry means every entry is hot. A cold counter that is at or over its limit
+//      (CounterOp.limit; a token bucket that refused or is full) while its window is live is
+//      held: it moves to a separate held map instead of being evicted;
+//   3. held counters, oldest first (`evicted_held`), only while held counters weigh more than
+//      half of `maxBytes`.
+// When nothing can be evicted the batch is refused with StoreError before anything changes (the
+// service handles it as a store outage), counted in `refused` and logged at most every 10 s.
+// Every step is O(1) amortized per insert: an entry moves to the held map at most once per touch.
 import type { Clock } from '../clock.js';
 import { StoreError } from '../errors.js';
 import type { Counter, Gauge, StatsStore } from '../stats/stats-store.js';
@@ -20,12 +29,33 @@ import { saturate, type Algorithm, type CounterOp, type CounterStore, type OpRes
 /** Everything: one thread and no network make every algorithm atomic here. */
 export const MEMORY_STORE_ALGORITHMS: ReadonlySet<Algorithm> = new Set<Algorithm>(['fixed_window', 'sliding_window', 'token_bucket']);
 
+/**
+ * Bytes charged per entry on top of its key's characters: the map slot, the entry record, its
+ * expiry-queue slot and the string header. Measured with bench/memory-store-footprint.mjs
+ * (node 20: heap per key = key bytes + 174 to 184 B for 49-, 512- and 4096-character keys),
+ * rounded up.
+ */
+export const ENTRY_OVERHEAD_BYTES = 192;
+
+/** Default byte bound: 256 MiB. */
+export const MEMORY_STORE_DEFAULT_MAX_BYTES = 256 * 1024 * 1024;
+
+/** At most one "store full" log line per this many ms of the injected clock. */
+const REFUSAL_LOG_INTERVAL_MS = 10_000;
+
 export interface MemoryStoreOptions {
   clock: Clock;
-  /** Most live keys kept; when full, the keys expiring soonest are evicted. Default 1,000,000. */
+  /** Most bytes the entries are charged (see ENTRY_OVERHEAD_BYTES). Default 256 MiB; at least 4 KiB. */
+  maxBytes?: number | undefined;
+  /** Optional extra cap on live keys (same eviction order as the byte bound). Default: none. */
   maxKeys?: number | undefined;
-  /** Registers `ratelimit.memory_store.keys` (gauge), `.expired` and `.evicted` (counters). */
+  /**
+   * Registers `ratelimit.memory_store.keys` and `.bytes` (gauges), `.expired`, `.evicted`,
+   * `.evicted_held` and `.refused` (counters).
+   */
   stats?: StatsStore | undefined;
+  /** Receives the (rate-limited) "store full, refusing new counters" line. */
+  log?: ((message: string) => void) | undefined;
 }
 
 interface Entry {
@@ -34,6 +64,20 @@ interface Entry {
   expiresAt: number;
   /** Expiry second of the bucket this key is queued under (<= its real expiry second). */
   queuedAt: number;
+  /** Second (injected clock) of the last touch. */
+  touchedSec: number;
+  /** At or over its limit at the last touch (held while its window is live). */
+  atLimit: boolean;
+  /** Bytes charged for this entry. */
+  bytes: number;
+  /** In the held map rather than the LRU map. */
+  inHeld: boolean;
+}
+
+/** Bytes a key string is charged: one per character, two when any character is above U+00FF. */
+export function keyBytes(key: string): number {
+  // eslint-disable-next-line no-control-regex
+  return /[^\u0000-\u00ff]/.test(key) ? 2 * key.length : key.length;
 }
 
 /** Entries examined per call on top of the call's own ops, so the sweep outpaces new entries. */
@@ -44,23 +88,43 @@ export class MemoryStore implements CounterStore {
   readonly algorithms = MEMORY_STORE_ALGORITHMS;
   private readonly clock: Clock;
   private readonly maxKeys: number;
-  private readonly entries = new Map<string, Entry>();
+  private readonly maxBytes: number;
+  /** Live entries that are not held, least recently used first. */
+  private readonly lru = new Map<string, Entry>();
+  /** Cold entries at their limit, moved out of the LRU order (oldest first). */
+  private readonly held = new Map<string, Entry>();
+  private bytes = 0;
+  private heldBytes = 0;
   private readonly buckets = new Map<number, string[]>();
   /** Min-heap of the seconds that have a bucket. */
   private readonly heap: number[] = [];
   private expiredTotal = 0;
   private evictedTotal = 0;
+  private evictedHeldTotal = 0;
+  private refusedTotal = 0;
+  private lastRefusalLog = Number.NEGATIVE_INFINITY;
+  private refusedSinceLog = 0;
   private readonly keysGauge: Gauge | undefined;
+  private readonly bytesGauge: Gauge | undefined;
   private readonly expiredCounter: Counter | undefined;
   private readonly evictedCounter: Counter | undefined;
+  private readonly evictedHeldCounter: Counter | undefined;
+  private readonly refusedCounter: Counter | undefined;
+  private readonly log: ((message: string) => void) | undefined;
 
   constructor(opts: MemoryStoreOptions) {
     this.clock = opts.clock;
-    this.maxKeys = opts.maxKeys ?? 1_000_000;
+    this.maxKeys = opts.maxKeys ?? Number.MAX_SAFE_INTEGER;
+    this.maxBytes = opts.maxBytes ?? MEMORY_STORE_DEFAULT_MAX_BYTES;
     if (!Number.isInteger(this.maxKeys) || this.maxKeys < 1) throw new StoreError(`memory store maxKeys must be >= 1, got ${this.maxKeys}`);
+    if (!Number.isSafeInteger(this.maxBytes) || this.maxBytes < 4096) throw new StoreError(`memory store maxBytes must be an integer >= 4096, got ${this.maxBytes}`);
     this.keysGauge = opts.stats?.gauge('ratelimit.memory_store.keys');
+    this.bytesGauge = opts.stats?.gauge('ratelimit.memory_store.bytes');
     this.expiredCounter = opts.stats?.counter('ratelimit.memory_store.expired');
     this.evictedCounter = opts.stats?.counter('ratelimit.memory_store.evicted');
+    this.evictedHeldCounter = opts.stats?.counter('ratelimit.memory_store.evicted_held');
+    this.refusedCounter = opts.stats?.counter('ratelimit.memory_store.refused');
+    this.log = opts.log;
   }
 
   /** The synchronous forms of `increment`, `execute` and `get` (CounterStore.now). */
@@ -88,12 +152,15 @@ export class MemoryStore implements CounterStore {
     }
     const now = this.clock.now();
     this.sweep(now, SWEEP_BASE + 2 * ops.length);
+    this.prepare(ops, now);
     const out = new Array<number>(ops.length);
     for (let i = 0; i < ops.length; i++) {
       const op = ops[i] as CounterOp;
-      out[i] = this.apply(op.key, op.addend, op.expireSeconds * 1000, now);
+      const value = this.apply(op.key, op.addend, op.expireSeconds * 1000, now);
+      this.markLimit(op.key, op.limit !== undefined && value >= op.limit);
+      out[i] = value;
     }
-    this.keysGauge?.set(this.entries.size);
+    this.updateGauges();
     return out;
   }
 
@@ -124,6 +191,7 @@ export class MemoryStore implements CounterStore {
     }
     const now = this.clock.now();
     this.sweep(now, SWEEP_BASE + 2 * ops.length);
+    this.prepare(ops, now);
     const out = new Array<OpResult>(ops.length);
     for (let i = 0; i < ops.length; i++) {
       const op = ops[i] as CounterOp;
@@ -132,9 +200,10 @@ export class MemoryStore implements CounterStore {
         continue;
       }
       const value = this.apply(op.key, op.addend, op.expireSeconds * 1000, now);
+      this.markLimit(op.key, op.limit !== undefined && value >= op.limit);
       out[i] = op.previousKey === undefined ? { value } : { value, previous: this.read(op.previousKey, now) };
     }
-    this.keysGauge?.set(this.entries.size);
+    this.updateGauges();
     return out;
   }
 
@@ -147,9 +216,95 @@ export class MemoryStore implements CounterStore {
     return keys.map((k) => this.read(k, now));
   }
 
+  private lookup(key: string): Entry | undefined {
+    return this.lru.get(key) ?? this.held.get(key);
+  }
+
   private read(key: string, now: number): number {
-    const e = this.entries.get(key);
+    const e = this.lookup(key);
     return e === undefined || e.expiresAt <= now ? 0 : e.value;
+  }
+
+  private markLimit(key: string, atLimit: boolean): void {
+    const e = this.lookup(key);
+    if (e !== undefined) e.atLimit = atLimit;
+  }
+
+  /**
+   * Before a batch changes anything: touches the live keys it uses (so making room cannot evict
+   * them) and makes room for the keys it creates, or refuses the whole batch with StoreError.
+   */
+  private prepare(ops: readonly CounterOp[], now: number): void {
+    const nowSec = Math.floor(now / 1000);
+    let needBytes = 0;
+    let needKeys = 0;
+    let seen: Set<string> | undefined;
+    for (const op of ops) {
+      const e = this.lookup(op.key);
+      if (e !== undefined) {
+        this.touch(op.key, e, nowSec);
+      } else if (op.expireSeconds > 0 || op.bucket !== undefined) {
+        if (ops.length > 1) {
+          seen ??= new Set();
+          if (seen.has(op.key)) continue;
+          seen.add(op.key);
+        }
+        needBytes += ENTRY_OVERHEAD_BYTES + keyBytes(op.key);
+        needKeys++;
+      }
+      if (op.previousKey !== undefined) {
+        const p = this.lookup(op.previousKey);
+        if (p !== undefined) this.touch(op.previousKey, p, nowSec);
+      }
+    }
+    if (needKeys === 0) return;
+    if (!this.makeRoom(needBytes, needKeys, now)) this.refuse(now, needBytes);
+  }
+
+  private touch(key: string, e: Entry, nowSec: number): void {
+    if (e.inHeld) {
+      this.held.delete(key);
+      this.heldBytes -= e.bytes;
+      e.inHeld = false;
+    } else {
+      this.lru.delete(key);
+    }
+    this.lru.set(key, e);
+    e.touchedSec = nowSec;
+  }
+
+  private remove(key: string, e: Entry): void {
+    if (e.inHeld) {
+      this.held.delete(key);
+      this.heldBytes -= e.bytes;
+    } else {
+      this.lru.delete(key);
+    }
+    this.bytes -= e.bytes;
+  }
+
+  private refuse(now: number, needBytes: number): never {
+    this.refusedTotal++;
+    this.refusedCounter?.inc();
+    this.refusedSinceLog++;
+    if (this.log !== undefined && now - this.lastRefusalLog >= REFUSAL_LOG_INTERVAL_MS) {
+      this.log(
+        `memory store full: refused ${this.refusedSinceLog} batch(es) of new counters since the last report ` +
+          `(${this.bytes} of ${this.maxBytes} bytes, ${this.size()} keys, ${this.heldBytes} bytes held; every counter is hot or held)`,
+      );
+      this.lastRefusalLog = now;
+      this.refusedSinceLog = 0;
+    }
+    throw new StoreError(`memory store full: no cold counter can be evicted for ${needBytes} bytes of new counters`);
+  }
+
+  private size(): number {
+    return this.lru.size + this.held.size;
+  }
+
+  private updateGauges(): void {
+    this.keysGauge?.set(this.size());
+    this.bytesGauge?.set(this.bytes);
   }
 
   /** GCRA on one key (counter-store.ts, BucketParams); the TAT's TTL runs on this store's clock. */
@@ -157,18 +312,26 @@ export class MemoryStore implements CounterStore {
     const stored = this.read(key, now);
     const tat = stored > nowUs ? stored : nowUs;
     // emissionUs × addend past toleranceUs is refused whatever the TAT (and may not be exact).
-    if (emissionUs * addend > toleranceUs || tat - nowUs + emissionUs * addend > toleranceUs) return { value: tat, admitted: false };
+    if (emissionUs * addend > toleranceUs || tat - nowUs + emissionUs * addend > toleranceUs) {
+      this.markLimit(key, true);
+      return { value: tat, admitted: false };
+    }
     const next = tat + emissionUs * addend;
     if (next === stored) return { value: next, admitted: true }; // addend 0 on a stored TAT: nothing to write
     const ttlMs = Math.max(1, Math.ceil((next - nowUs) / 1000));
     this.apply(key, next - stored, ttlMs, now);
+    // Full when one more hit would be refused.
+    this.markLimit(key, next - nowUs + emissionUs > toleranceUs);
     return { value: next, admitted: true };
   }
 
   /** Removes the keys (their queue entries go stale and are dropped when their bucket comes up). */
   delete(keys: readonly string[]): Promise<void> {
-    for (const k of keys) this.entries.delete(k);
-    this.keysGauge?.set(this.entries.size);
+    for (const k of keys) {
+      const e = this.lookup(k);
+      if (e !== undefined) this.remove(k, e);
+    }
+    this.updateGauges();
     return Promise.resolve();
   }
 
@@ -181,7 +344,10 @@ export class MemoryStore implements CounterStore {
   }
 
   close(): Promise<void> {
-    this.entries.clear();
+    this.lru.clear();
+    this.held.clear();
+    this.bytes = 0;
+    this.heldBytes = 0;
     this.buckets.clear();
     this.heap.length = 0;
     return Promise.resolve();
@@ -190,7 +356,7 @@ export class MemoryStore implements CounterStore {
   /** Remaining TTL in ms, like Redis PTTL: -2 when the key is missing or expired. */
   pttl(key: string): number {
     const now = this.clock.now();
-    const e = this.entries.get(key);
+    const e = this.lookup(key);
     return e === undefined || e.expiresAt <= now ? -2 : e.expiresAt - now;
   }
 
@@ -202,7 +368,12 @@ export class MemoryStore implements CounterStore {
 
   /** Live keys (expired keys not swept yet included), expired keys swept and keys evicted because the store was full. */
   counts(): { keys: number; expired: number; evicted: number } {
-    return { keys: this.entries.size, expired: this.expiredTotal, evicted: this.evictedTotal };
+    return { keys: this.size(), expired: this.expiredTotal, evicted: this.evictedTotal };
+  }
+
+  /** Bytes charged, held counters' share, held counters evicted and batches refused (diagnostics and tests). */
+  pressure(): { bytes: number; maxBytes: number; heldBytes: number; evictedHeld: number; refused: number } {
+    return { bytes: this.bytes, maxBytes: this.maxBytes, heldBytes: this.heldBytes, evictedHeld: this.evictedHeldTotal, refused: this.refusedTotal };
   }
 
   /** Entries in the expiry queue, stale ones included (diagnostics and tests). */
@@ -212,13 +383,15 @@ export class MemoryStore implements CounterStore {
     return n;
   }
 
-  /** INCRBY + PEXPIRE on the injected clock. */
+  /** INCRBY + PEXPIRE on the injected clock. Room for a new key was made by `prepare`. */
   private apply(key: string, addend: number, expireMs: number, now: number): number {
-    let e = this.entries.get(key);
+    let e = this.lookup(key);
     if (e === undefined) {
-      if (this.entries.size >= this.maxKeys) this.makeRoom(now);
-      e = { value: 0, expiresAt: 0, queuedAt: Number.POSITIVE_INFINITY };
-      this.entries.set(key, e);
+      if (expireMs <= 0) return saturate(addend); // created and deleted at once, as in Redis
+      const bytes = ENTRY_OVERHEAD_BYTES + keyBytes(key);
+      e = { value: 0, expiresAt: 0, queuedAt: Number.POSITIVE_INFINITY, touchedSec: Math.floor(now / 1000), atLimit: false, bytes, inHeld: false };
+      this.lru.set(key, e);
+      this.bytes += bytes;
     } else if (e.expiresAt <= now) {
       e.value = 0;
     }
@@ -226,7 +399,7 @@ export class MemoryStore implements CounterStore {
     const value = saturate(e.value + addend);
     e.value = value;
     if (expireMs <= 0) {
-      this.entries.delete(key);
+      this.remove(key, e);
       return value;
     }
     e.expiresAt = now + expireMs;
@@ -254,17 +427,66 @@ export class MemoryStore implements CounterStore {
     const doneBefore = Math.floor(now / 1000);
     while (budget > 0 && this.heap.length > 0 && (this.heap[0] as number) < doneBefore) {
       budget--;
-      this.processOne(now, false);
+      this.processOne(now);
     }
   }
 
-  /** Evicts until one key fits: expired keys first, then the ones expiring soonest. */
-  private makeRoom(now: number): void {
-    while (this.entries.size >= this.maxKeys && this.heap.length > 0) this.processOne(now, true);
+  private fits(needBytes: number, needKeys: number): boolean {
+    return this.bytes + needBytes <= this.maxBytes && this.size() + needKeys <= this.maxKeys;
   }
 
-  /** Takes one key from the earliest bucket: drops it if expired (or if `force`), else moves it to its real bucket. */
-  private processOne(now: number, force: boolean): void {
+  /** Evicts until the new keys fit (expired, then cold LRU, then held past half the budget); false when it cannot. */
+  private makeRoom(needBytes: number, needKeys: number, now: number): boolean {
+    if (this.fits(needBytes, needKeys)) return true;
+    // 1. Expired counters: every queue entry of the past seconds (each is processed once).
+    const doneBefore = Math.floor(now / 1000);
+    while (!this.fits(needBytes, needKeys) && this.heap.length > 0 && (this.heap[0] as number) < doneBefore) this.processOne(now);
+    const hotFrom = doneBefore - 1;
+    while (!this.fits(needBytes, needKeys)) {
+      // 3. Held counters, only while they weigh more than half of the budget.
+      if (this.heldBytes * 2 > this.maxBytes && this.evictHeld(now)) continue;
+      // 2. The least recently used cold counter.
+      const first = this.lru.entries().next();
+      if (first.done === true) return false;
+      const [key, e] = first.value;
+      if (e.expiresAt <= now) {
+        this.remove(key, e);
+        this.expiredTotal++;
+        this.expiredCounter?.inc();
+        continue;
+      }
+      if (e.touchedSec >= hotFrom) return false; // the oldest is hot: so is every other
+      if (e.atLimit) {
+        this.lru.delete(key);
+        this.held.set(key, e);
+        e.inHeld = true;
+        this.heldBytes += e.bytes;
+        continue;
+      }
+      this.remove(key, e);
+      this.evictedTotal++;
+      this.evictedCounter?.inc();
+    }
+    return true;
+  }
+
+  private evictHeld(now: number): boolean {
+    const first = this.held.entries().next();
+    if (first.done === true) return false;
+    const [key, e] = first.value;
+    this.remove(key, e);
+    if (e.expiresAt <= now) {
+      this.expiredTotal++;
+      this.expiredCounter?.inc();
+    } else {
+      this.evictedHeldTotal++;
+      this.evictedHeldCounter?.inc();
+    }
+    return true;
+  }
+
+  /** Takes one key from the earliest bucket: drops it if expired, else moves it to its real bucket. */
+  private processOne(now: number): void {
     const second = this.heap[0] as number;
     const bucket = this.buckets.get(second) as string[];
     const key = bucket.pop();
@@ -273,10 +495,10 @@ export class MemoryStore implements CounterStore {
       this.heapPop();
     }
     if (key === undefined) return;
-    const e = this.entries.get(key);
+    const e = this.lookup(key);
     if (e === undefined || e.queuedAt !== second) return; // stale queue entry
     if (e.expiresAt <= now) {
-      this.entries.delete(key);
+      this.remove(key, e);
       this.expiredTotal++;
       this.expiredCounter?.inc();
       return;
@@ -287,14 +509,8 @@ export class MemoryStore implements CounterStore {
       this.enqueue(real, key);
       return;
     }
-    if (force) {
-      this.entries.delete(key);
-      this.evictedTotal++;
-      this.evictedCounter?.inc();
-    } else {
-      // Expires later within this second: look again next second.
-      this.enqueue(second, key);
-    }
+    // Expires later within this second: look again next second.
+    this.enqueue(second, key);
   }
 
   private heapPush(v: number): void {

@@ -95,11 +95,11 @@ descriptors:
     const h = harness(RULES, { cacheKeyPrefix: 'p:' }, 1_800_000_030);
     const send = (key: string, hitsAddend = 0) => h.service.shouldRateLimit({ domain: 'd', descriptors: [{ entries: [{ key, value: 'x' }] }], hitsAddend });
     await send('f');
-    assert.deepEqual(h.store.increments.at(-1), [{ key: 'p:d_f_x_1800000000', addend: 1, expireSeconds: 60, windowSeconds: 60 }]);
+    assert.deepEqual(h.store.increments.at(-1), [{ key: 'p:d_f_x_1800000000', addend: 1, expireSeconds: 60, windowSeconds: 60, limit: 5 }]);
     await send('s');
     await send('b', 9);
     assert.deepEqual(h.store.executes, [
-      [{ key: 'p:d_s_x_1800000000_sw', addend: 1, expireSeconds: 120, windowSeconds: 60, previousKey: 'p:d_s_x_1799999940_sw' }],
+      [{ key: 'p:d_s_x_1800000000_sw', addend: 1, expireSeconds: 120, windowSeconds: 60, previousKey: 'p:d_s_x_1799999940_sw', limit: 5 }],
       // addend 9 > burst + 1 is sent as 3 (refused either way)
       [{ key: 'p:d_b_x_tb', addend: 3, expireSeconds: 1, windowSeconds: 1, bucket: { nowUs: 1_800_000_030_000_000, emissionUs: 250_000, toleranceUs: 500_000 } }],
     ]);

@@ -82,7 +82,7 @@ describe('counter commands and arithmetic', () => {
     const h = harness('domain: domain\ndescriptors:\n  - {key: key, value: value, rate_limit: {unit: second, requests_per_unit: 10}}\n', {}, 1234);
     await h.store.preset('domain_key_value_1234', 4, 1);
     const r = await h.service.shouldRateLimit({ domain: 'domain', descriptors: [d(e(['key', 'value']))], hitsAddend: 0 });
-    assert.deepEqual(h.store.increments.at(-1), [{ key: 'domain_key_value_1234', addend: 1, expireSeconds: 1, windowSeconds: 1 }]);
+    assert.deepEqual(h.store.increments.at(-1), [{ key: 'domain_key_value_1234', addend: 1, expireSeconds: 1, windowSeconds: 1, limit: 10 }]);
     assert.deepEqual(r.statuses, [
       { code: Code.OK, currentLimit: { requestsPerUnit: 10, unit: Unit.SECOND, name: '' }, limitRemaining: 5, durationUntilReset: 1 },
     ]);
@@ -99,7 +99,7 @@ describe('counter commands and arithmetic', () => {
       hitsAddend: 0,
     });
     assert.deepEqual(h.store.increments.at(-1), [
-      { key: 'domain_key2_value2_subkey2_subvalue2_1200', addend: 1, expireSeconds: 60, windowSeconds: 60 },
+      { key: 'domain_key2_value2_subkey2_subvalue2_1200', addend: 1, expireSeconds: 60, windowSeconds: 60, limit: 10 },
     ]);
     assert.deepEqual(r.statuses, [
       { code: Code.OK, limitRemaining: 0 },

@@ -37,8 +37,8 @@ export function connectRemoteDecider(s: RemoteDeciderSettings, logger: Logger): 
 }
 
 /** The embedded engine on a rule directory (default: the shipped one), with the process's randomness. */
-export function embeddedDecider(rulesDir: string | undefined, clock: Clock): EmbeddedDecider {
-  return new EmbeddedDecider({ rulesDir: rulesDir ?? shippedRulesDir(), clock, random: { int: (max) => (max <= 0 ? 0 : randomInt(max)) } });
+export function embeddedDecider(rulesDir: string | undefined, clock: Clock, maxBytes?: number): EmbeddedDecider {
+  return new EmbeddedDecider({ rulesDir: rulesDir ?? shippedRulesDir(), clock, maxBytes, random: { int: (max) => (max <= 0 ? 0 : randomInt(max)) } });
 }
 
 export interface GateSettings {

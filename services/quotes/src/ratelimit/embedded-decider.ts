@@ -8,8 +8,10 @@ export interface EmbeddedDeciderOptions {
   rulesDir: string;
   clock: Clock;
   random: RandomSource;
-  /** Most counters kept in memory (oldest windows evicted first). */
-  maxKeys?: number;
+  /** Most bytes the counters may be charged (MemoryStore maxBytes; RATELIMIT_MEMORY_MAX_BYTES). */
+  maxBytes?: number | undefined;
+  /** Optional extra cap on counters kept. */
+  maxKeys?: number | undefined;
 }
 
 /**
@@ -26,7 +28,7 @@ export class EmbeddedDecider implements RateLimitDecider {
     const rules = loadRuleSet(readRuleFiles(opts.rulesDir, { ignoreDotfiles: true }), { mergeDomainConfig: false, stats });
     // No expiry jitter: a counter never outlives its window here, and none is shared with others.
     const options = { ...DEFAULT_LIMITER_OPTIONS, expirationJitterMaxSeconds: 0 };
-    this.service = new RateLimitService({ store: new MemoryStore({ clock: opts.clock, maxKeys: opts.maxKeys }), stats, clock: opts.clock, random: opts.random, options });
+    this.service = new RateLimitService({ store: new MemoryStore({ clock: opts.clock, maxBytes: opts.maxBytes, maxKeys: opts.maxKeys }), stats, clock: opts.clock, random: opts.random, options });
     this.service.setRuleSet(rules);
   }
   async shouldRateLimit(req: RateLimitRequestMsg): Promise<RateLimitResponseMsg> {

@@ -1,9 +1,11 @@
-// The memcached counter store (BACKEND_TYPE=mcstore). Semantics as upstream's src/memcached/cache_impl.go:
-// the only round trip on the critical path is one multi-key `get` per connection touched (in
-// parallel); the answer is `stored value + addend`; the writes follow asynchronously — `incr` for
-// keys that exist, `add` with the expiration for keys that do not, and the other one when that
-// loses a race (`incr` NOT_FOUND → `add`, `add` NOT_STORED → `incr`). Concurrent requests can
-// therefore briefly exceed a limit, as with upstream.
+// The memcached counter store (BACKEND_TYPE=mcstore). Increment first, decide on the returned
+// value (unlike upstream's src/memcached/cache_impl.go, which reads, answers, then writes and so
+// over-admits concurrent bursts): every key with an addend gets `incr` (atomic in memcached), then
+// `add` with the expiration when the key is missing, then `incr` again when that `add` lost a race
+// to another client; the answer is the value memcached returned, so concurrent requests each see
+// a distinct count and a limit of N admits exactly N. Keys only read (addend 0, a sliding
+// window's previous window) share one multi-key `get` per connection, in parallel with the
+// increments. One round trip for an existing key, two for a new one, three on a lost race.
 //
 // Read-your-writes for one replica: a key always travels over the same connection (node by the
 // hash ring, connection by the key hash), and the writes of a call are queued on that connection
@@ -11,12 +13,15 @@
 //
 // Fail-open, per descriptor: a key memcached cannot take (over 250 bytes, whitespace or control
 // characters) is never sent — its descriptor counts from 0 and it is logged; a node that is down
-// or slow makes its keys count from 0 (logged, `ratelimit.memcache.multiget{code=error}`). Neither
+// or slow makes its keys count from 0 (logged, `ratelimit.memcache.increment{code=error}`, or
+// `multiget{code=error}` for reads). Neither
 // fails the request, the connection or the process.
 //
-// Counters saturate (counter-store.ts): a stored value at or past 2^53, or one that is not a
-// number, reads as SATURATED_COUNT and is not incremented any more, so it stays over every limit
-// until it expires and memcached's incr never wraps at 2^64.
+// Counters saturate (counter-store.ts): a value at or past 2^53, or one that is not a number
+// (memcached refuses to increment it), reads as SATURATED_COUNT and stays over every limit until
+// it expires. A call's delta is capped at 2^53-1; an incr whose result wrapped past 2^64-1 or
+// came within 2^60 of it reads saturated and pins the counter back to 2^63 (a `set`), so
+// memcached's incr never turns a saturated counter into a small one for more than that moment.
 //
 // Algorithms (CounterStore.execute): sliding window is the fixed-window increment plus the
 // previous window's key in the same multi-key `get` (read only, never written), so it costs
@@ -114,6 +119,10 @@ interface KeyPlan {
 
 const LOG_EVERY_MS = 5_000;
 
+/** A counter at or past this (2^64 - 2^60) is pinned back to PIN_TEXT (2^63) so incr never wraps. */
+const PIN_ABOVE = 2n ** 64n - 2n ** 60n;
+const PIN_TEXT = String(2n ** 63n);
+
 /** What this store runs (the configuration check uses it without opening a connection). */
 export const MEMCACHED_ALGORITHMS: ReadonlySet<Algorithm> = new Set<Algorithm>(['fixed_window', 'sliding_window']);
 
@@ -194,7 +203,7 @@ export class MemcachedStore implements CounterStore {
     if (this.closed) throw new StoreError('memcached store closed');
     if (ops.length === 0) return [];
     const plans = this.plan(ops);
-    await this.fetch(plans);
+    await this.countFirst(plans);
     const running = new Map<string, number>();
     const out = new Array<number>(ops.length);
     for (let i = 0; i < ops.length; i++) {
@@ -203,8 +212,35 @@ export class MemcachedStore implements CounterStore {
       running.set(op.key, v);
       out[i] = v;
     }
-    this.writeBack(plans);
     return out;
+  }
+
+  /**
+   * Increment first, decide on the returned value: every key with an addend is sent `incr` (then
+   * `add` when missing, `incr` again when that add loses a race) and its `before` is the value
+   * memcached returned minus the call's addend, so concurrent requests each see a distinct count.
+   * Keys read only (addend 0, previous windows) share one multi-key `get` per connection.
+   */
+  private async countFirst(plans: Map<string, KeyPlan>): Promise<void> {
+    const reads = new Map<string, KeyPlan>();
+    const waits: Promise<void>[] = [];
+    const now = this.clock.now();
+    for (const [key, p] of plans) {
+      if (p.conn === undefined) continue;
+      if (p.addend > 0) {
+        // A delta past 2^53 is sent as 2^53-1: enough to saturate, and exact on the wire.
+        const delta = Math.min(p.addend, SATURATED_COUNT);
+        waits.push(
+          this.write(p.conn, key, delta, expirationField(p.expireSeconds, now)).then((after) => {
+            // A saturated result saturates every op of the call on this key.
+            p.before = after >= SATURATED_COUNT ? SATURATED_COUNT : after - p.addend;
+          }),
+        );
+      }
+      else reads.set(key, p);
+    }
+    if (reads.size > 0) waits.push(this.fetch(reads));
+    await Promise.all(waits);
   }
 
   /**
@@ -222,7 +258,7 @@ export class MemcachedStore implements CounterStore {
       const prev = op.previousKey;
       if (prev !== undefined && !plans.has(prev)) plans.set(prev, { conn: this.connectionFor(prev), addend: 0, expireSeconds: 0, before: 0, found: false });
     }
-    await this.fetch(plans);
+    await this.countFirst(plans);
     const running = new Map<string, number>();
     const out = new Array<OpResult>(ops.length);
     for (let i = 0; i < ops.length; i++) {
@@ -232,7 +268,6 @@ export class MemcachedStore implements CounterStore {
       const prev = op.previousKey;
       out[i] = prev === undefined ? { value } : { value, previous: running.get(prev) ?? (plans.get(prev) as KeyPlan).before };
     }
-    this.writeBack(plans);
     return out;
   }
 
@@ -248,16 +283,6 @@ export class MemcachedStore implements CounterStore {
       plans.set(op.key, { conn: this.connectionFor(op.key), addend: op.addend, expireSeconds: op.expireSeconds, before: 0, found: false });
     }
     return plans;
-  }
-
-  private writeBack(plans: Map<string, KeyPlan>): void {
-    // Queued before the caller continues, so its next call reads after these writes.
-    const now = this.clock.now();
-    for (const [key, p] of plans) {
-      // A saturated counter is not written again: it stays over every limit, and memcached's
-      // 64-bit incr can never wrap it back to a small value (nor fail on an unreadable one).
-      if (p.conn !== undefined && p.addend > 0 && p.before < SATURATED_COUNT) this.write(p.conn, key, p.addend, expirationField(p.expireSeconds, now), p.found);
-    }
   }
 
   async get(keys: readonly string[]): Promise<number[]> {
@@ -403,58 +428,80 @@ export class MemcachedStore implements CounterStore {
     }
   }
 
-  /** The asynchronous write chain of one key. */
-  private write(conn: McConnection, key: string, delta: number, exptime: number, exists: boolean): void {
+  /**
+   * The write chain of one key, in the request path: `incr`, then `add` when the key is missing,
+   * then `incr` again when that `add` lost a race. Resolves with the value after the increment:
+   * saturated when the stored value is not a number; the addend alone (counting from 0,
+   * fail-open like a failed `get`) when the node fails.
+   */
+  private write(conn: McConnection, key: string, delta: number, exptime: number): Promise<number> {
     this.pendingWrites++;
     const s = this.stats;
-    const finish = (): void => {
-      this.pendingWrites--;
-      if (this.pendingWrites === 0 && this.drainWaiters.length > 0) {
-        const waiters = this.drainWaiters;
-        this.drainWaiters = [];
-        for (const w of waiters) w();
-      }
-    };
-    const fail = (what: string, err: StoreError): void => {
-      this.logThrottled(`write-${conn.address}`, { node: conn.address, err: err.message }, `memcached ${what} failed; hits lost`);
-      finish();
-    };
-    const incr = (retry: boolean): void =>
-      conn.send(
-        encodeIncr(key, delta),
-        new LineReply((err, line) => {
-          if (err !== undefined) {
-            s?.incrErr.inc();
-            fail('incr', err);
-          } else if (line === 'NOT_FOUND') {
-            s?.incrMiss.inc();
-            if (retry) add(false);
-            else fail('incr', new StoreError('key vanished between add and incr'));
-          } else {
-            s?.incrOk.inc();
-            finish();
-          }
-        }),
-      );
-    const add = (retry: boolean): void =>
-      conn.send(
-        encodeAdd(key, delta, exptime),
-        new LineReply((err, line) => {
-          if (err !== undefined) {
-            s?.addErr.inc();
-            fail('add', err);
-          } else if (line === 'NOT_STORED') {
-            s?.addNotStored.inc();
-            if (retry) incr(false);
-            else fail('add', new StoreError('key exists but incr missed it'));
-          } else {
-            s?.addOk.inc();
-            finish();
-          }
-        }),
-      );
-    if (exists) incr(true);
-    else add(true);
+    return new Promise<number>((resolve) => {
+      const finish = (value: number): void => {
+        this.pendingWrites--;
+        if (this.pendingWrites === 0 && this.drainWaiters.length > 0) {
+          const waiters = this.drainWaiters;
+          this.drainWaiters = [];
+          for (const w of waiters) w();
+        }
+        resolve(value);
+      };
+      const fail = (what: string, err: StoreError): void => {
+        this.logThrottled(`write-${conn.address}`, { node: conn.address, err: err.message }, `memcached ${what} failed; its descriptor counts from 0`);
+        finish(delta);
+      };
+      const incr = (retry: boolean): void =>
+        conn.send(
+          encodeIncr(key, delta),
+          new LineReply((err, line) => {
+            if (line.startsWith('CLIENT_ERROR')) {
+              // The stored value is not a number: over every limit, never rewritten.
+              finish(SATURATED_COUNT);
+            } else if (err !== undefined) {
+              s?.incrErr.inc();
+              fail('incr', err);
+            } else if (line === 'NOT_FOUND') {
+              s?.incrMiss.inc();
+              if (retry) add();
+              else fail('incr', new StoreError('key vanished between add and incr'));
+            } else {
+              s?.incrOk.inc();
+              // An unreadable answer counts as saturated (saturate(NaN)).
+              if (!/^\d{1,20} *$/.test(line)) {
+                finish(SATURATED_COUNT);
+                return;
+              }
+              const after = BigInt(line.trim());
+              // Wrapped past 2^64-1 (the result is below the delta), or close to it: pin the
+              // counter at 2^63, saturated and 2^63 away from the wrap (no single call adds 2^53).
+              if (after < BigInt(delta) || after >= PIN_ABOVE) {
+                conn.send(`set ${key} 0 ${exptime} ${PIN_TEXT.length}\r\n${PIN_TEXT}\r\n`, new LineReply(() => undefined));
+                finish(SATURATED_COUNT);
+                return;
+              }
+              finish(saturate(Number(after)));
+            }
+          }),
+        );
+      const add = (): void =>
+        conn.send(
+          encodeAdd(key, delta, exptime),
+          new LineReply((err, line) => {
+            if (err !== undefined) {
+              s?.addErr.inc();
+              fail('add', err);
+            } else if (line === 'NOT_STORED') {
+              s?.addNotStored.inc();
+              incr(false);
+            } else {
+              s?.addOk.inc();
+              finish(delta);
+            }
+          }),
+        );
+      incr(true);
+    });
   }
 
   private setServers(list: readonly string[]): void {

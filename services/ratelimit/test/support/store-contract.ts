@@ -219,6 +219,20 @@ export function runCounterStoreContract(name: string, makeStore: (clock: FakeClo
         assert.deepEqual(await store.increment([op('big', 4_000_000_000)]), [8_000_000_000]);
       }));
 
+    // Exact bursts (issue 23 finding 5): concurrent calls each see a distinct count, so a limit of
+    // N admits exactly N of them (the limiter admits a value <= the limit).
+    test('200 concurrent increments of one key each see a distinct count: a 1-per-hour and a 10/s rule admit exactly 1 and 10', () =>
+      withStore(async ({ store }) => {
+        for (const [key, expire, limit] of [
+          ['burst_hour', 3_600, 1],
+          ['burst_second', 1, 10],
+        ] as const) {
+          const values = (await Promise.all(Array.from({ length: 200 }, () => store.increment([{ key, addend: 1, expireSeconds: expire, windowSeconds: expire, limit }])))).map((v) => v[0] as number);
+          assert.deepEqual([...values].sort((x, y) => x - y), Array.from({ length: 200 }, (_v, i) => i + 1), `${key}: every count once`);
+          assert.equal(values.filter((v) => v <= limit).length, limit, `${key}: admitted`);
+        }
+      }));
+
     // Counters saturate (counter-store.ts): past 2^53 (JS precision), 2^63 (Redis INCRBY overflow)
     // and 2^64 (memcached incr wrap) a counter reads SATURATED_COUNT, never 0 or a small value, and
     // the call still succeeds. The addends here are larger than the limiter ever sends (it clamps

@@ -68,27 +68,146 @@ describe('MemoryStore specifics', () => {
     assert.equal(keys, 1001 - expired);
   });
 
-  test('when full, the keys expiring soonest are evicted first and counted', async () => {
+  test('when full, the least recently used cold key is evicted first and counted', async () => {
     const clock = new FakeClock();
     const stats = new StatsStore();
     const store = new MemoryStore({ clock, maxKeys: 3, stats });
     await store.increment([op('day', 1, 86_400), op('minute', 1, 60), op('hour', 1, 3_600)]);
+    clock.advance(2_000);
+    await store.increment([op('day', 1, 86_400)]); // touched: now the most recently used
     await store.increment([op('second', 1, 1)]);
-    assert.deepEqual(await store.get(['day', 'minute', 'hour', 'second']), [1, 0, 1, 1]);
+    assert.deepEqual(await store.get(['day', 'minute', 'hour', 'second']), [2, 0, 1, 1]);
+    clock.advance(500);
     await store.increment([op('week', 1, 604_800)]);
-    assert.deepEqual(await store.get(['day', 'hour', 'second', 'week']), [1, 1, 0, 1]);
+    assert.deepEqual(await store.get(['day', 'hour', 'second', 'week']), [2, 0, 1, 1]);
     assert.deepEqual(store.counts(), { keys: 3, expired: 0, evicted: 2 });
     assert.equal(stats.counterValue('ratelimit.memory_store.evicted'), 2);
   });
 
-  test('a refreshed TTL moves a key behind keys that now expire sooner', async () => {
+  test('a key touched in the current or previous second is never evicted: the new key is refused, counted and logged once', async () => {
+    const clock = new FakeClock();
+    const stats = new StatsStore();
+    const lines: string[] = [];
+    const store = new MemoryStore({ clock, maxKeys: 2, stats, log: (m) => lines.push(m) });
+    await store.increment([op('a', 1, 3_600), op('b', 1, 3_600)]);
+    clock.advance(1_000); // previous second: still hot
+    await assert.rejects(store.increment([op('c', 1, 60)]), (err: unknown) => err instanceof StoreError && /memory store full/.test(err.message));
+    await assert.rejects(store.increment([op('d', 1, 60)]), StoreError);
+    assert.deepEqual(await store.get(['a', 'b', 'c', 'd']), [1, 1, 0, 0]);
+    assert.equal(stats.counterValue('ratelimit.memory_store.refused'), 2);
+    assert.equal(store.pressure().refused, 2);
+    assert.equal(lines.length, 1, 'the log line is rate-limited');
+    // Existing keys keep counting while new ones are refused.
+    assert.deepEqual(await store.increment([op('a', 1, 3_600)]), [2]);
+    clock.advance(1_000); // b is cold now
+    assert.deepEqual(await store.increment([op('c', 1, 60)]), [1]);
+    assert.deepEqual(await store.get(['a', 'b']), [2, 0]);
+    assert.equal(store.counts().evicted, 1);
+  });
+
+  test('a refused batch changes nothing, existing keys in it included', async () => {
     const clock = new FakeClock();
     const store = new MemoryStore({ clock, maxKeys: 2 });
-    await store.increment([op('a', 1, 10), op('b', 1, 20)]);
-    clock.advance(1_000);
-    await store.increment([op('a', 1, 100)]); // a now expires after b
-    await store.increment([op('c', 1, 50)]);
-    assert.deepEqual(await store.get(['a', 'b', 'c']), [2, 0, 1]);
+    await store.increment([op('a', 1, 3_600), op('b', 1, 3_600)]);
+    await assert.rejects(store.increment([op('a', 5, 3_600), op('new', 1, 60)]), StoreError);
+    assert.deepEqual(await store.get(['a', 'b', 'new']), [1, 1, 0]);
+  });
+
+  test('a cold counter at its limit is held (kept) while held counters fit in half of the budget', async () => {
+    const clock = new FakeClock();
+    const stats = new StatsStore();
+    const store = new MemoryStore({ clock, maxKeys: 3, stats });
+    await store.increment([{ ...op('limited', 1, 3_600), limit: 1 }, { ...op('under', 1, 3_600), limit: 5 }, op('other', 1, 3_600)]);
+    clock.advance(5_000);
+    await store.increment([op('n1', 1, 60)]);
+    await store.increment([op('n2', 1, 60)]);
+    assert.deepEqual(await store.get(['limited', 'under', 'other']), [1, 0, 0]);
+    assert.equal(store.counts().evicted, 2);
+    assert.equal(stats.counterValue('ratelimit.memory_store.evicted_held'), 0);
+    assert.ok(store.pressure().heldBytes > 0);
+  });
+
+  test('held counters are evicted (oldest first, counted) once they weigh more than half the budget', async () => {
+    const clock = new FakeClock();
+    const stats = new StatsStore();
+    const maxBytes = 8192;
+    const store = new MemoryStore({ clock, maxBytes, stats });
+    const long = (i: number): string => `held_${i}_${'x'.repeat(800)}`;
+    // Each ~1 KB; at their limit of 1.
+    for (let i = 0; i < 7; i++) await store.increment([{ ...op(long(i), 1, 3_600), limit: 1 }]);
+    clock.advance(5_000);
+    for (let i = 0; i < 4; i++) await store.increment([op(`new_${i}_${'y'.repeat(800)}`, 1, 60)]);
+    const p = store.pressure();
+    assert.ok(p.bytes <= maxBytes, `${p.bytes} bytes`);
+    assert.ok(p.evictedHeld > 0 && p.evictedHeld === stats.counterValue('ratelimit.memory_store.evicted_held'));
+    assert.ok(p.heldBytes * 2 <= maxBytes + 1100, `held ${p.heldBytes}`);
+    assert.deepEqual(await store.get([long(0)]), [0], 'the oldest held counter went first');
+    assert.deepEqual(await store.get([long(6)]), [1]);
+  });
+
+  test('bytes stay within the budget with 4 KB descriptor values, and the gauge reports them', async () => {
+    const clock = new FakeClock();
+    const stats = new StatsStore();
+    const maxBytes = 256 * 1024;
+    const store = new MemoryStore({ clock, maxBytes, stats });
+    const value = 'v'.repeat(4096);
+    let refused = 0;
+    for (let i = 0; i < 2_000; i++) {
+      try {
+        await store.increment([op(`attack_${value}_${i}`, 1, 3_600)]);
+      } catch (err) {
+        assert.ok(err instanceof StoreError);
+        refused++;
+      }
+      assert.ok(store.pressure().bytes <= maxBytes);
+      clock.advance(100);
+    }
+    assert.equal(stats.gauge('ratelimit.memory_store.bytes').value(), store.pressure().bytes);
+    assert.ok(store.counts().evicted > 1_000, `evicted ${store.counts().evicted}`);
+    // 10 new keys/s × ~4.3 KB stay within 256 KB for two seconds, so nothing hot had to be refused.
+    assert.equal(refused, 0);
+  });
+
+  test('a victim limited to 10/s keeps being refused while an attacker floods distinct one-hour keys', async () => {
+    const clock = new FakeClock(1_800_000_000_000);
+    const maxBytes = 64 * 1024;
+    const store = new MemoryStore({ clock, maxBytes });
+    let attack = 0;
+    let refusedBatches = 0;
+    const hit = async (key: string, expire: number, limit: number): Promise<boolean> => {
+      try {
+        const [v] = await store.increment([{ ...op(key, 1, expire), limit }]);
+        return (v as number) <= limit;
+      } catch {
+        refusedBatches++;
+        return false; // a store failure: the victim is not admitted (failure_mode_deny)
+      }
+    };
+    // The victim also used up a 5-per-hour limit before the flood.
+    for (let i = 0; i < 6; i++) await hit('victim_hour', 3_600, 5);
+    for (const attackersPerTick of [1, 20]) {
+      for (let s = 0; s < 10; s++) {
+        let admitted = 0;
+        const sec = Math.floor(clock.now() / 1000);
+        for (let tick = 0; tick < 100; tick++) {
+          for (let j = 0; j < attackersPerTick; j++) {
+            try {
+              await store.increment([op(`attacker_${attack++}_${'a'.repeat(100)}`, 1, 3_600)]);
+            } catch {
+              // refused: the attacker's own keys, once every counter is hot
+            }
+          }
+          if (tick % 4 === 0 && (await hit(`victim_${sec}`, 1, 10))) admitted++;
+          assert.equal(await hit('victim_hour', 3_600, 5), false, 'the hour counter at its limit is never reset');
+          clock.advance(10);
+        }
+        assert.ok(admitted <= 10, `second ${s}: ${admitted} admitted`);
+        assert.ok(store.pressure().bytes <= maxBytes);
+      }
+    }
+    assert.ok(store.counts().evicted > 0);
+    assert.ok(store.pressure().refused > 0, 'at 2,000 new keys/s the budget is all hot: new keys are refused, old counters kept');
+    assert.ok(refusedBatches >= 0);
   });
 
   test('expired keys are reclaimed before live ones when full', async () => {
@@ -173,10 +292,14 @@ describe('MemoryStore.execute (sliding windows and token buckets, counter-store.
   });
 
   test('bucket and sliding keys count against maxKeys like counters', async () => {
-    const store = new MemoryStore({ clock: new FakeClock(T), maxKeys: 3 });
-    const now = T * 1000;
-    for (let i = 0; i < 10; i++) await store.execute([bucket(`b${i}`, 1, now, 1000, 5000), { ...op(`s${i}`, 1, 60), previousKey: `s${i - 1}` }]);
+    const clock = new FakeClock(T);
+    const store = new MemoryStore({ clock, maxKeys: 3 });
+    for (let i = 0; i < 10; i++) {
+      const now = clock.now() * 1000;
+      await store.execute([bucket(`b${i}`, 1, now, 1000, 5000), { ...op(`s${i}`, 1, 60), previousKey: `s${i - 1}` }]);
+      clock.advance(3_000);
+    }
     assert.equal(store.counts().keys, 3);
-    assert.ok(store.counts().evicted >= 17);
+    assert.ok(store.counts().evicted + store.counts().expired >= 17);
   });
 });
