@@ -105,13 +105,14 @@ descriptors:
 const redis = await startRedis();
 const rules = rulesDir();
 
-async function startService() {
+/** `env`: settings an attack needs on the service (e.g. store-eviction's memory store). */
+async function startService(env = {}) {
   const [grpcPort, httpPort, debugPort] = [await freePort(), await freePort(), await freePort()];
   const s = start(process.execPath, [`${repoRoot}services/ratelimit/bin/ratelimit.js`], {
     ...rules,
     GRPC_HOST: '127.0.0.1', GRPC_PORT: String(grpcPort), HOST: '127.0.0.1', PORT: String(httpPort), DEBUG_HOST: '127.0.0.1', DEBUG_PORT: String(debugPort),
     BACKEND_TYPE: 'redis', KVSTORE_SOCKET_TYPE: 'tcp', KVSTORE_URL: redis.url,
-    LOG_LEVEL: 'error', USE_STATS_PUSH: 'false', WORKERS: '1',
+    LOG_LEVEL: 'error', USE_STATS_PUSH: 'false', WORKERS: '1', ...env,
   });
   try {
     await waitPort(grpcPort, 'ratelimit gRPC');
@@ -229,7 +230,7 @@ console.log('');
 
 const rows = [];
 for (const attack of ATTACKS.filter((a) => selected.includes(a.name))) {
-  const srv = await startService();
+  const srv = await startService(attack.env);
   const ctx = { grpcPort: srv.grpcPort, httpPort: srv.httpPort, debugPort: srv.debugPort, path: PATH, limits: { idle, slow, values: VALUES }, log: (m) => console.log(`  ${attack.name}: ${m}`) };
   const what = typeof attack.what === 'function' ? attack.what(ctx) : attack.what;
   console.log(`[${attack.name}] ${what}`);

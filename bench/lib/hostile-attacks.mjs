@@ -544,6 +544,42 @@ const statsScrape = {
   },
 };
 
+// ---------------------------------------------------------------------------------------------
+// Store eviction (issue 23, findings 1-2): the service on the embedded memory store with a 16 MiB
+// budget, filled over and over with distinct one-hour counters through /json (20 new counters of
+// 100-character values a request, on 4 keep-alive connections). The well-behaved client's counter
+// must keep its place and its latency; the outcome reports the store's eviction statistics.
+const storeEviction = {
+  name: 'store-eviction',
+  what: 'memory store (16 MiB budget): 4 connections POST /json with 20 new one-hour counters each (100-char values), max 200,000 requests',
+  env: { BACKEND_TYPE: 'memory', MEMORY_STORE_MAX_BYTES: String(16 * 1024 * 1024) },
+  async run(ctx, deadline) {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+    const results = [];
+    let sent = 0;
+    const worker = async (w) => {
+      for (let n = 0; sent < 200_000 && Date.now() < deadline; n++) {
+        sent++;
+        const descriptors = Array.from({ length: 20 }, (_, i) => ({ entries: [{ key: 'attacker', value: `${w}-${n}-${i}-`.padEnd(100, 'x') }] }));
+        results.push(await postJson(agent, ctx.httpPort, Buffer.from(JSON.stringify({ domain: 'bench', descriptors })), Math.max(1000, deadline - Date.now() + 2000)));
+      }
+    };
+    await Promise.all([0, 1, 2, 3].map(worker));
+    agent.destroy();
+    let store = '';
+    try {
+      const text = await (await fetch(`http://127.0.0.1:${ctx.debugPort}/stats`)).text();
+      const v = (name) => /^ratelimit\.memory_store\.(\S+): (\d+)$/gm;
+      const got = {};
+      for (const m of text.matchAll(v())) got[m[1]] = Number(m[2]);
+      store = `; store: ${got.keys ?? '?'} keys, ${count(got.bytes ?? 0)} B, evicted ${got.evicted ?? 0}, expired ${got.expired ?? 0}, refused ${got.refused ?? 0}`;
+    } catch {
+      store = '; store statistics not read';
+    }
+    return { outcome: `${count(results.length)} requests (${count(results.length * 20)} new counters): ${tally(results)}${store}` };
+  },
+};
+
 // A control row: the second phase without an attack, to show how much the machine alone moves p99.
 const none = {
   name: 'none',
@@ -554,4 +590,4 @@ const none = {
   },
 };
 
-export const ATTACKS = [none, memory, connections, rapidReset, continuation, emptyData, hugeGrpc, hugeJson, gzipBomb, statsScrape];
+export const ATTACKS = [none, memory, connections, rapidReset, continuation, emptyData, hugeGrpc, hugeJson, gzipBomb, statsScrape, storeEviction];
