@@ -44,4 +44,5 @@ export * from './service.js';
 export * from './stats/stats-store.js';
 export * from './store/algorithm-support.js';
 export * from './store/counter-store.js';
+export * from './store/decorate-store.js';
 export * from './store/memory-store.js';
