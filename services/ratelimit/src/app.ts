@@ -1,11 +1,13 @@
-// The composition root: the only place that picks implementations. It turns
-// frozen settings into a store (compose-counter-store.ts), the decision service, health, the rule
-// source (files, xDS, or the primary process in worker mode), tracing, and the gRPC and HTTP
-// servers, without listening — `start()` opens the listeners, `stop()` drains them. main.ts calls
+// The composition root's assembly: it turns frozen settings into a store (compose-counter-store.ts),
+// the decision service, health, the rule source (files, xDS, or the primary process in worker
+// mode), tracing, and the gRPC and HTTP servers, without listening. The implementation choices and
+// the decision path's wrappers (in their declared order) come from compose.ts; this file only
+// connects what it returns — `start()` opens the listeners, `stop()` drains them. main.ts calls
 // `composeRateLimitApp` and only runs the process: settings -> build -> listen, and signals.
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import { RateLimitError, RateLimitService, StatsStore, mathRandom, systemClock, type Clock, type CounterStore, type LimiterOptions, type RandomSource, type RuleSet } from '@rls/engine';
+import { RateLimitService, StatsStore, mathRandom, systemClock, type Clock, type CounterStore, type RandomSource, type RuleSet } from '@rls/engine';
+import { callStatsRecorder, composeDecisionPath, composeServiceStore, limiterOptionsFrom, operatorMonitorFor, serverTlsOptions, xdsRuleSink } from './compose.js';
 import { composeCounterStore, describeCounterStore } from './compose-counter-store.js';
 import { HealthChecker, trackStoreHealth } from './health.js';
 import type { Logger } from './logger.js';
@@ -16,21 +18,17 @@ import { createGrpcServer, type GrpcServer } from './server/grpc-server.js';
 import { grpcLimitsOf } from './server/grpc-limits-settings.js';
 import { createHttpServer, type HttpServer } from './server/http-server.js';
 import { httpTimeoutsFrom, requestLimitsFrom } from './server/limits-settings.js';
-import { LocalAnswerMemo } from './server/local-answer-memo.js';
-import { readFileSync } from 'node:fs';
 import type { Scheduler } from './provider/xds-backoff.js';
 import { createXdsRuleProvider, type XdsRuleProvider } from './provider/xds-rule-provider.js';
 import { xdsConnectionOptions } from './provider/xds-settings.js';
-import type { GrpcTlsOptions } from './server/grpc-server-types.js';
-import { CertificateReloader, loadKeyPair } from './server/tls-cert-reloader.js';
-import { clientCertificateProblem } from './server/tls-client-verify.js';
+import { CertificateReloader } from './server/tls-cert-reloader.js';
 import type { LoadedSettings, Settings } from './settings.js';
 import type { WorkerRole } from './cluster/worker-role.js';
 import type { WorkersStatus } from './cluster/worker-status.js';
 import type { WorkerSupervision } from './operator/operator-monitor.js';
 import { SnapshotRuleProvider } from './provider/snapshot-provider.js';
 import { startStatsSinks, type StatsSinks, type StatsSinksOptions } from './stats/stats-sinks.js';
-import { OperatorMonitor, type OperatorContext } from './operator/operator-monitor.js';
+import type { OperatorMonitor, OperatorContext } from './operator/operator-monitor.js';
 import { CountersRoutes } from './operator/counters-routes.js';
 import { OperatorRoutes } from './operator/operator-routes.js';
 import { sourcesOfSnapshot, specsOfFiles } from './operator/rules-view.js';
@@ -97,26 +95,6 @@ export const HEALTH_STORE = 'redis';
 export const HEALTH_CONFIG = 'config';
 export const HEALTH_SIGTERM = 'sigterm';
 
-export function limiterOptionsFrom(s: Settings): LimiterOptions {
-  return Object.freeze({
-    cacheKeyPrefix: s.cacheKeyPrefix,
-    nearLimitRatio: s.nearLimitRatio,
-    expirationJitterMaxSeconds: s.expirationJitterMaxSeconds,
-    localCacheSizeInBytes: s.localCacheSizeInBytes,
-    stopCacheKeyIncrementWhenOverlimit: s.stopCacheKeyIncrementWhenOverlimit,
-    shadowMode: s.shadowMode,
-    quotaMode: s.quotaMode,
-    responseDynamicMetadata: s.responseDynamicMetadata,
-    responseHeaders: Object.freeze({
-      enabled: s.limitResponseHeadersEnabled,
-      limitHeader: s.limitLimitHeader,
-      remainingHeader: s.limitRemainingHeader,
-      resetHeader: s.limitResetHeader,
-      policyHeaders: s.limitResponsePolicyHeadersEnabled,
-    }),
-  });
-}
-
 export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitApp {
   const logger = deps.logger;
   const clock = deps.clock ?? systemClock;
@@ -136,38 +114,21 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
 
   const tracing = deps.tracing;
   const requestLimits = requestLimitsFrom(settings);
-  const operator =
-    settings.operatorPage === 'off'
-      ? undefined
-      : new OperatorMonitor({ clock, random, stats, topSize: settings.operatorTopSize, sampleEvery: settings.operatorSampleEvery, chartRules: settings.operatorChartRules, requestLimits });
-  const tracedStore = tracing !== undefined ? tracing.traceStore(store) : store;
-  const serviceStore = operator !== undefined ? operator.timeStore(tracedStore) : tracedStore;
-  const service = new RateLimitService({ store: serviceStore, stats, clock, random, options: limiterOptionsFrom(settings) });
+  const operator = operatorMonitorFor(settings, { clock, random, stats, requestLimits });
+  const parts = { tracing, operator };
+  const service = new RateLimitService({ store: composeServiceStore(store, parts).store, stats, clock, random, options: limiterOptionsFrom(settings) });
   service.onRulesChanged((rules: RuleSet) => {
     if (settings.healthyWithAtLeastOneConfigLoaded) health.set(HEALTH_CONFIG, rules.domainCount > 0);
   });
 
-  const serviceCall = service.shouldRateLimit.bind(service);
-  const tracedCall = tracing !== undefined ? tracing.traceShouldRateLimit(serviceCall) : serviceCall;
-  // The operator page's top list sees every decided answer (a wrapper; the engine does not know it).
-  const shouldRateLimit = operator !== undefined ? operator.wrapDecision(tracedCall) : tracedCall;
+  // The wrappers around the decision, in compose.ts's declared order (DECISION_PATH).
+  const { shouldRateLimit, wrapEncoded } = composeDecisionPath(service, parts);
   const healthSource = { isHealthy: () => health.isHealthy(), onChange: (cb: () => void) => health.onChange(() => cb()) };
-  const callStats = new Map<string, { total: ReturnType<StatsStore['counter']>; time: ReturnType<StatsStore['timer']> }>();
-  const onCall = (method: string, ms: number): void => {
-    let h = callStats.get(method);
-    if (h === undefined) {
-      h = { total: stats.counter(`ratelimit_server.${method}.total_requests`), time: stats.timer(`ratelimit_server.${method}.response_time`) };
-      callStats.set(method, h);
-    }
-    h.total.inc();
-    h.time.record(Math.round(ms));
-  };
   const grpcTls = serverTlsOptions(settings);
-  const memo = service.localCache !== undefined && tracing === undefined ? new LocalAnswerMemo() : undefined;
   const grpc = createGrpcServer({
     shouldRateLimit,
     health: healthSource,
-    onCall,
+    onCall: callStatsRecorder(stats),
     logger: logger.child({ component: 'grpc' }),
     tls: grpcTls,
     maxConnectionAgeMs: settings.grpcMaxConnectionAgeMs,
@@ -175,10 +136,7 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
     limits: grpcLimitsOf(settings),
     requestLimits,
     random,
-    // Repeats of requests answered from the local over-limit cache skip decoding and encoding
-    // (not with tracing: every call must get its span).
-    // The operator page observes the memo's answers outside it (the others it saw as decisions).
-    wrapShouldRateLimit: memo === undefined ? undefined : operator === undefined ? memo.wrap : (next) => operator.wrapMemo(memo.wrap(next)),
+    wrapShouldRateLimit: wrapEncoded,
   });
   const certReloader =
     grpcTls === undefined
@@ -195,16 +153,7 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
       ? undefined
       : createXdsRuleProvider({
           ...xdsConnectionOptions(settings),
-          sink:
-            operator === undefined
-              ? service
-              : {
-                  setRuleSet: (rules: RuleSet) => service.setRuleSet(rules),
-                  recordConfigError: (err: unknown) => {
-                    service.recordConfigError(err);
-                    operator.rules.failed('xds', err, clock.now());
-                  },
-                },
+          sink: xdsRuleSink(service, operator, clock),
           stats,
           logger: logger.child({ component: 'xds' }),
           scheduler: deps.xdsScheduler,
@@ -339,26 +288,6 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
   const stop = (): Promise<void> => (stopping ??= drainAndClose());
 
   return { settings, logger, stats, health, store, service, grpc, http, debug, operator, fileProvider, rulesDirectory, xds, certReloader, loadRules, sinks: () => sinks, start, stop };
-}
-
-/** GRPC_SERVER_USE_TLS and mutual TLS as server options; the files were checked by loadSettings. */
-function serverTlsOptions(s: Settings): GrpcTlsOptions | undefined {
-  if (!s.grpcServerUseTls) return undefined;
-  let pair;
-  try {
-    pair = loadKeyPair(s.grpcServerTlsCert, s.grpcServerTlsKey);
-  } catch (err) {
-    throw new RateLimitError('settings_invalid', `GRPC_SERVER_TLS_CERT/GRPC_SERVER_TLS_KEY: cannot load the key pair: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  if (s.grpcClientTlsCacert === '') return { key: pair.key, cert: pair.cert };
-  const san = s.grpcClientTlsSan;
-  return {
-    key: pair.key,
-    cert: pair.cert,
-    ca: readFileSync(s.grpcClientTlsCacert),
-    requestClientCert: true,
-    verifyClient: san === '' ? undefined : (cert) => clientCertificateProblem(cert, san),
-  };
 }
 
 export interface ComposeOptions {
