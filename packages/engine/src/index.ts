@@ -3,13 +3,13 @@
 // matching, the fixed-window limiter with its local over-limit cache, the CounterStore contract
 // with the in-memory store, and the stats registry the limiter counts into. No network I/O.
 export * from './clock.js';
+export * from './config/algorithm-support.js';
 export * from './config/file-source.js';
 export * from './config/ip-address.js';
 export * from './config/rule-file.js';
 export * from './config/rule-set.js';
 export * from './config/rule-stats.js';
 export * from './config/rule-tree.js';
-export * from './config/units.js';
 export * from './config/value-index.js';
 export * from './config/wildcard.js';
 export * from './config/xds-rule-source.js';
@@ -43,6 +43,7 @@ export * from './quota/share-ledger.js';
 export * from './quota/share-store.js';
 export * from './service.js';
 export * from './stats/stats-store.js';
-export * from './store/algorithm-support.js';
+export * from './units.js';
 export * from './store/counter-store.js';
+export * from './store/decorate-store.js';
 export * from './store/memory-store.js';

@@ -2,11 +2,11 @@
 // one counter-store round trip for the whole request, then statuses, overall code, headers,
 // shadow mode and dynamic metadata. Transports call `shouldRateLimit` and map errors by code.
 import type { CounterStore, OpResult } from './store/counter-store.js';
-import { unsupportedAlgorithmError } from './store/algorithm-support.js';
+import { unsupportedAlgorithmError } from './config/algorithm-support.js';
 import type { Clock, RandomSource } from './clock.js';
 import type { RuleSet } from './config/rule-set.js';
 import type { LimitMatch } from './config/rule-tree.js';
-import { unitName } from './config/units.js';
+import { unitName } from './units.js';
 import { Code, MAX_UINT32, type DescriptorStatus, type RateLimitRequest, type RateLimitResponse } from './domain.js';
 import { RateLimitError, StoreError } from './errors.js';
 import { buildDynamicMetadata } from './limiter/dynamic-metadata.js';

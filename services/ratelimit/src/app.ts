@@ -1,29 +1,13 @@
-// The composition root: the only place that picks implementations. It turns
-// frozen settings into a store (compose-counter-store.ts), the decision service, health, the rule
-// source (files, xDS, or the primary process in worker mode), tracing, and the gRPC and HTTP
-// servers, without listening — `start()` opens the listeners, `stop()` drains them. main.ts calls
+// The composition root's assembly: it turns frozen settings into a store (compose-counter-store.ts),
+// the decision service, health, the rule source (files, xDS, or the primary process in worker
+// mode), tracing, and the gRPC and HTTP servers, without listening. The implementation choices and
+// the decision path's wrappers (in their declared order) come from compose.ts; this file only
+// connects what it returns — `start()` opens the listeners, `stop()` drains them. main.ts calls
 // `composeRateLimitApp` and only runs the process: settings -> build -> listen, and signals.
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import { randomBytes } from 'node:crypto';
-import {
-  EMPTY_QUOTA_RULES,
-  QuotaBalancer,
-  RateLimitError,
-  RateLimitService,
-  StatsStore,
-  mathRandom,
-  systemClock,
-  type Clock,
-  type CounterStore,
-  type LimiterOptions,
-  type QuotaRuleSet,
-  type QuotaShareStore,
-  type RandomSource,
-  type RuleSet,
-} from '@rls/engine';
-import { RlqsService } from './server/rlqs-calls.js';
-import { balancerTuningOf, rlqsServiceTuningOf } from './server/rlqs-settings.js';
+import { RateLimitService, StatsStore, mathRandom, systemClock, type Clock, type CounterStore, type RandomSource, type RuleSet } from '@rls/engine';
+import { buildRlqs, callStatsRecorder, composeDecisionPath, composeServiceStore, limiterOptionsFrom, operatorMonitorFor, serverTlsOptions, xdsRuleSink } from './compose.js';
 import { composeCounterStore, describeCounterStore } from './compose-counter-store.js';
 import { HealthChecker, trackStoreHealth } from './health.js';
 import type { Logger } from './logger.js';
@@ -34,21 +18,17 @@ import { createGrpcServer, type GrpcServer } from './server/grpc-server.js';
 import { grpcLimitsOf } from './server/grpc-limits-settings.js';
 import { createHttpServer, type HttpServer } from './server/http-server.js';
 import { httpTimeoutsFrom, requestLimitsFrom } from './server/limits-settings.js';
-import { LocalAnswerMemo } from './server/local-answer-memo.js';
-import { readFileSync } from 'node:fs';
 import type { Scheduler } from './provider/xds-backoff.js';
 import { createXdsRuleProvider, type XdsRuleProvider } from './provider/xds-rule-provider.js';
 import { xdsConnectionOptions } from './provider/xds-settings.js';
-import type { GrpcTlsOptions } from './server/grpc-server-types.js';
-import { CertificateReloader, loadKeyPair } from './server/tls-cert-reloader.js';
-import { clientCertificateProblem } from './server/tls-client-verify.js';
+import { CertificateReloader } from './server/tls-cert-reloader.js';
 import type { LoadedSettings, Settings } from './settings.js';
 import type { WorkerRole } from './cluster/worker-role.js';
 import type { WorkersStatus } from './cluster/worker-status.js';
 import type { WorkerSupervision } from './operator/operator-monitor.js';
 import { SnapshotRuleProvider } from './provider/snapshot-provider.js';
 import { startStatsSinks, type StatsSinks, type StatsSinksOptions } from './stats/stats-sinks.js';
-import { OperatorMonitor, type OperatorContext } from './operator/operator-monitor.js';
+import type { OperatorMonitor, OperatorContext } from './operator/operator-monitor.js';
 import { CountersRoutes } from './operator/counters-routes.js';
 import { OperatorRoutes } from './operator/operator-routes.js';
 import { sourcesOfSnapshot, specsOfFiles } from './operator/rules-view.js';
@@ -115,50 +95,6 @@ export const HEALTH_STORE = 'redis';
 export const HEALTH_CONFIG = 'config';
 export const HEALTH_SIGTERM = 'sigterm';
 
-export function limiterOptionsFrom(s: Settings): LimiterOptions {
-  return Object.freeze({
-    cacheKeyPrefix: s.cacheKeyPrefix,
-    nearLimitRatio: s.nearLimitRatio,
-    expirationJitterMaxSeconds: s.expirationJitterMaxSeconds,
-    localCacheSizeInBytes: s.localCacheSizeInBytes,
-    stopCacheKeyIncrementWhenOverlimit: s.stopCacheKeyIncrementWhenOverlimit,
-    shadowMode: s.shadowMode,
-    quotaMode: s.quotaMode,
-    responseDynamicMetadata: s.responseDynamicMetadata,
-    responseHeaders: Object.freeze({
-      enabled: s.limitResponseHeadersEnabled,
-      limitHeader: s.limitLimitHeader,
-      remainingHeader: s.limitRemainingHeader,
-      resetHeader: s.limitResetHeader,
-      policyHeaders: s.limitResponsePolicyHeadersEnabled,
-    }),
-  });
-}
-
-/**
- * The RLQS service (RLQS_ENABLED): a QuotaBalancer on the counter store's share store, reading the
- * quota rules of the rule snapshot in force (swapped with the descriptors on every reload).
- */
-function buildRlqs(settings: Settings, service: RateLimitService, share: QuotaShareStore | undefined, deps: { clock: Clock; stats: StatsStore; logger: Logger }): RlqsService {
-  // The settings check refuses RLQS_ENABLED with a store that cannot share quotas.
-  if (share === undefined) throw new RateLimitError('settings_invalid', 'RLQS_ENABLED: the counter store cannot share quotas');
-  let quotaRules: QuotaRuleSet = EMPTY_QUOTA_RULES;
-  service.onRulesChanged((rules: RuleSet) => {
-    quotaRules = rules.quotaRules;
-  });
-  const balancer = new QuotaBalancer({
-    ...balancerTuningOf(settings),
-    // Unique per process: the prefix of this replica's instance ids in the shared store.
-    replicaId: `${process.pid.toString(36)}${randomBytes(4).toString('hex')}`,
-    clock: deps.clock,
-    store: share,
-    rules: () => quotaRules,
-    stats: deps.stats,
-    keyPrefix: settings.cacheKeyPrefix,
-  });
-  return new RlqsService({ ...rlqsServiceTuningOf(settings), balancer, clock: deps.clock, logger: deps.logger.child({ component: 'rlqs' }) });
-}
-
 export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitApp {
   const logger = deps.logger;
   const clock = deps.clock ?? systemClock;
@@ -178,39 +114,22 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
 
   const tracing = deps.tracing;
   const requestLimits = requestLimitsFrom(settings);
-  const operator =
-    settings.operatorPage === 'off'
-      ? undefined
-      : new OperatorMonitor({ clock, random, stats, topSize: settings.operatorTopSize, sampleEvery: settings.operatorSampleEvery, chartRules: settings.operatorChartRules, requestLimits });
-  const tracedStore = tracing !== undefined ? tracing.traceStore(store) : store;
-  const serviceStore = operator !== undefined ? operator.timeStore(tracedStore) : tracedStore;
-  const service = new RateLimitService({ store: serviceStore, stats, clock, random, options: limiterOptionsFrom(settings) });
+  const operator = operatorMonitorFor(settings, { clock, random, stats, requestLimits });
+  const parts = { tracing, operator };
+  const service = new RateLimitService({ store: composeServiceStore(store, parts).store, stats, clock, random, options: limiterOptionsFrom(settings) });
   service.onRulesChanged((rules: RuleSet) => {
     if (settings.healthyWithAtLeastOneConfigLoaded) health.set(HEALTH_CONFIG, rules.domainCount > 0);
   });
 
-  const serviceCall = service.shouldRateLimit.bind(service);
-  const tracedCall = tracing !== undefined ? tracing.traceShouldRateLimit(serviceCall) : serviceCall;
-  // The operator page's top list sees every decided answer (a wrapper; the engine does not know it).
-  const shouldRateLimit = operator !== undefined ? operator.wrapDecision(tracedCall) : tracedCall;
+  // The wrappers around the decision, in compose.ts's declared order (DECISION_PATH).
+  const { shouldRateLimit, wrapEncoded } = composeDecisionPath(service, parts);
   const healthSource = { isHealthy: () => health.isHealthy(), onChange: (cb: () => void) => health.onChange(() => cb()) };
-  const callStats = new Map<string, { total: ReturnType<StatsStore['counter']>; time: ReturnType<StatsStore['timer']> }>();
-  const onCall = (method: string, ms: number): void => {
-    let h = callStats.get(method);
-    if (h === undefined) {
-      h = { total: stats.counter(`ratelimit_server.${method}.total_requests`), time: stats.timer(`ratelimit_server.${method}.response_time`) };
-      callStats.set(method, h);
-    }
-    h.total.inc();
-    h.time.record(Math.round(ms));
-  };
   const rlqs = settings.rlqsEnabled ? buildRlqs(settings, service, quotaShare, { clock, stats, logger }) : undefined;
   const grpcTls = serverTlsOptions(settings);
-  const memo = service.localCache !== undefined && tracing === undefined ? new LocalAnswerMemo() : undefined;
   const grpc = createGrpcServer({
     shouldRateLimit,
     health: healthSource,
-    onCall,
+    onCall: callStatsRecorder(stats),
     logger: logger.child({ component: 'grpc' }),
     tls: grpcTls,
     maxConnectionAgeMs: settings.grpcMaxConnectionAgeMs,
@@ -219,10 +138,7 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
     requestLimits,
     rlqs,
     random,
-    // Repeats of requests answered from the local over-limit cache skip decoding and encoding
-    // (not with tracing: every call must get its span).
-    // The operator page observes the memo's answers outside it (the others it saw as decisions).
-    wrapShouldRateLimit: memo === undefined ? undefined : operator === undefined ? memo.wrap : (next) => operator.wrapMemo(memo.wrap(next)),
+    wrapShouldRateLimit: wrapEncoded,
   });
   const certReloader =
     grpcTls === undefined
@@ -239,16 +155,7 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
       ? undefined
       : createXdsRuleProvider({
           ...xdsConnectionOptions(settings),
-          sink:
-            operator === undefined
-              ? service
-              : {
-                  setRuleSet: (rules: RuleSet) => service.setRuleSet(rules),
-                  recordConfigError: (err: unknown) => {
-                    service.recordConfigError(err);
-                    operator.rules.failed('xds', err, clock.now());
-                  },
-                },
+          sink: xdsRuleSink(service, operator, clock),
           stats,
           logger: logger.child({ component: 'xds' }),
           scheduler: deps.xdsScheduler,
@@ -383,26 +290,6 @@ export function buildRateLimitApp(settings: Settings, deps: AppDeps): RateLimitA
   const stop = (): Promise<void> => (stopping ??= drainAndClose());
 
   return { settings, logger, stats, health, store, service, grpc, http, debug, operator, fileProvider, rulesDirectory, xds, certReloader, loadRules, sinks: () => sinks, start, stop };
-}
-
-/** GRPC_SERVER_USE_TLS and mutual TLS as server options; the files were checked by loadSettings. */
-function serverTlsOptions(s: Settings): GrpcTlsOptions | undefined {
-  if (!s.grpcServerUseTls) return undefined;
-  let pair;
-  try {
-    pair = loadKeyPair(s.grpcServerTlsCert, s.grpcServerTlsKey);
-  } catch (err) {
-    throw new RateLimitError('settings_invalid', `GRPC_SERVER_TLS_CERT/GRPC_SERVER_TLS_KEY: cannot load the key pair: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  if (s.grpcClientTlsCacert === '') return { key: pair.key, cert: pair.cert };
-  const san = s.grpcClientTlsSan;
-  return {
-    key: pair.key,
-    cert: pair.cert,
-    ca: readFileSync(s.grpcClientTlsCacert),
-    requestClientCert: true,
-    verifyClient: san === '' ? undefined : (cert) => clientCertificateProblem(cert, san),
-  };
 }
 
 export interface ComposeOptions {

@@ -2,14 +2,13 @@
 // (upstream's src/config/config_impl.go: its error texts, and GetLimit's lookup incl. share_threshold and stat names).
 import type { DescriptorEntry, JsonValue, RequestDescriptor } from '../domain.js';
 import { ConfigError } from '../errors.js';
-import { unitDivider } from '../limiter/window.js';
 import type { Algorithm } from '../store/counter-store.js';
 import { StatsStore, type Counter } from '../stats/stats-store.js';
 import { decodeRuleDocument, RuleFileError, type DescriptorSpec, type DomainSpec, type RateLimitSpec } from './rule-file.js';
 import { RuleStatsCache, type RuleStats } from './rule-stats.js';
 import { parseCidr } from './ip-address.js';
 import { DomainNode, emissionMicros, keyTailOf, mayBeStructuredValue, NO_REPLACES, policyParamsOf, RateLimitRule, RuleInterner, RuleNode, type Limit, type LimitMatch } from './rule-tree.js';
-import { parseUnitName, unitName } from './units.js';
+import { parseUnitName, unitDivider, unitName } from '../units.js';
 import { ValueIndex } from './value-index.js';
 import { compileWildcard, hasWildcard } from './wildcard.js';
 import { DEFAULT_QUOTA_EXTENSIONS } from '../quota/cidr-value-matcher.js';

@@ -2,7 +2,7 @@
 // (composite keys, compiled wildcard matchers, limit objects, static stats keys) computed when the
 // rules load.
 import type { CurrentLimit, JsonValue } from '../domain.js';
-import { unitDivider } from '../limiter/window.js';
+import { unitDivider } from '../units.js';
 import type { Algorithm } from '../store/counter-store.js';
 import type { RuleStats } from './rule-stats.js';
 import type { ValueIndex } from './value-index.js';

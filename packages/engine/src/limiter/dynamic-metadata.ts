@@ -1,7 +1,7 @@
 // `dynamic_metadata` of a response (RESPONSE_DYNAMIC_METADATA; the layout upstream's src/service/ratelimit.go builds).
 import { Code, type DescriptorStatus, type JsonValue, type RateLimitRequest } from '../domain.js';
 import type { LimitMatch } from '../config/rule-tree.js';
-import { unitName } from '../config/units.js';
+import { unitName } from '../units.js';
 
 type JsonObject = { [k: string]: JsonValue };
 

@@ -1,18 +1,6 @@
 // Fixed-window arithmetic shared with the Go service: windows are aligned to the Unix epoch, so
-// keys written by either implementation name the same window (upstream's UnitToDivider / CalculateReset).
-/**
- * Window length in seconds, indexed by the wire unit number (see `Unit` in domain.ts: WEEK is 7);
- * 0 for UNKNOWN.
- */
-const DIVIDERS: readonly number[] = [0, 1, 60, 3600, 86400, 2592000, 31536000, 604800];
-
-export function unitDivider(unit: number): number {
-  return Number.isInteger(unit) ? (DIVIDERS[unit] ?? 0) : 0;
-}
-
-export function isValidUnit(unit: number): boolean {
-  return unitDivider(unit) > 0;
-}
+// keys written by either implementation name the same window (upstream's CalculateReset). A unit's
+// window length (unitDivider) is in ../units.ts.
 
 /** Start of the window containing `nowSeconds`. */
 export function windowStart(nowSeconds: number, divider: number): number {

@@ -12,9 +12,9 @@
 //
 // Problems are RuleFileError (the loader prefixes the source name), each naming the entry and line.
 import type { UnitNumber } from '../domain.js';
-import { unitDivider } from '../limiter/window.js';
+import { unitDivider } from '../units.js';
 import { RuleFileError } from '../config/rule-file.js';
-import { parseUnitName } from '../config/units.js';
+import { parseUnitName } from '../units.js';
 import { renderNode, type YMap, type YNode, type YScalar } from '../config/yaml-document.js';
 
 /** How the server enforces a bucket's quota through the data plane. */

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '@rls/testkit';
-import { StatsStore, type CounterStore } from '@rls/engine';
+import { MemoryStore, STORE_MEMBERS, StatsStore, type CounterStore } from '@rls/engine';
 import { SpaceSaving, WindowedTopK } from './top-k.js';
 import { LatencyWindow, timedStore } from './store-latency.js';
 import { RateHistory } from './rate-history.js';
@@ -225,6 +225,22 @@ test('timed store: one call in N timed; optional members present exactly when th
   // Failures are timed and still reach the caller.
   const failing = timedStore({ ...plain, increment: () => Promise.reject(new Error('down')) }, w, clock, 1);
   await assert.rejects(failing.increment([]), /down/);
+});
+
+test('timed store: every CounterStore member survives (now and delete too); synchronous calls are timed like round trips', async () => {
+  const clock = new FakeClock();
+  clock.setSeconds(1_800_000_000);
+  const inner = new MemoryStore({ clock });
+  const w = new LatencyWindow();
+  const timed = timedStore(inner, w, clock, 2);
+  for (const key of Object.keys(STORE_MEMBERS)) assert.equal(key in timed, key in inner, key);
+  const op = { key: 'k', addend: 1, expireSeconds: 60, windowSeconds: 60 };
+  assert.ok(timed.now !== undefined, 'the synchronous forms survive');
+  for (let i = 1; i <= 4; i++) assert.deepEqual(timed.now.increment([op]), [i]);
+  assert.equal(w.view(clock.now()).samples, 2);
+  assert.deepEqual(timed.now.get(['k']), [4]);
+  await timed.delete?.(['k']);
+  assert.deepEqual(await inner.get(['k']), [0]);
 });
 
 test('display text cuts at the bound with an ellipsis and never splits a surrogate pair', () => {

@@ -1,7 +1,7 @@
 // Store round-trip latency for the operator page: a CounterStore wrapper that times one call in
 // SAMPLE_EVERY (the others go straight through, untouched) into log-scale histograms of 10-second
 // slots; p50/p99 come from the last six slots (one minute). Memory is fixed: 6 × 100 counters.
-import type { Clock, CounterOp, CounterStore, OpResult } from '@rls/engine';
+import { decorateStore, type Clock, type CounterOp, type CounterStore, type OpResult } from '@rls/engine';
 
 const SLOT_MS = 10_000;
 const SLOTS = 6;
@@ -83,7 +83,9 @@ function round3(v: number): number {
 
 /**
  * The store as the service sees it, with one round trip in `every` timed (increment, execute and
- * get alike); failures are timed too. Optional members are present exactly when the inner store has them.
+ * get alike, and their synchronous forms under `now`); failures are timed too. Built with
+ * decorateStore: every other member (delete, algorithms, onConnectionChange, ...) is forwarded, and
+ * optional members are present exactly when the inner store has them.
  */
 export function timedStore(inner: CounterStore, window: LatencyWindow, clock: Clock, every = LATENCY_SAMPLE_EVERY): CounterStore {
   let countdown = every;
@@ -93,26 +95,32 @@ export function timedStore(inner: CounterStore, window: LatencyWindow, clock: Cl
     p.then(done, done);
     return p;
   };
+  const timeNow = <A, T>(call: (a: A) => T, a: A): T => {
+    const start = performance.now();
+    try {
+      return call(a);
+    } finally {
+      window.record(performance.now() - start, clock.now());
+    }
+  };
   const sampled = (): boolean => {
     if (--countdown > 0) return false;
     countdown = every;
     return true;
   };
-  const store: CounterStore = {
-    kind: inner.kind,
-    increment: (ops: readonly CounterOp[]) => (sampled() ? time(inner.increment(ops)) : inner.increment(ops)),
-    get: (keys: readonly string[]) => (sampled() ? time(inner.get(keys)) : inner.get(keys)),
-    isConnected: () => inner.isConnected(),
-    close: () => inner.close(),
-  };
-  if (inner.algorithms !== undefined) Object.defineProperty(store, 'algorithms', { get: () => inner.algorithms, enumerable: true });
-  if (inner.execute !== undefined) {
-    const exec = inner.execute.bind(inner);
-    store.execute = (ops: readonly CounterOp[]): Promise<OpResult[]> => (sampled() ? time(exec(ops)) : exec(ops));
-  }
-  if (inner.onConnectionChange !== undefined) {
-    const on = inner.onConnectionChange.bind(inner);
-    store.onConnectionChange = (l) => on(l);
-  }
-  return store;
+  return decorateStore(inner, {
+    increment: (increment) => (ops: readonly CounterOp[]) => (sampled() ? time(increment(ops)) : increment(ops)),
+    get: (get) => (keys: readonly string[]) => (sampled() ? time(get(keys)) : get(keys)),
+    execute: (execute) => (ops: readonly CounterOp[]): Promise<OpResult[]> => (sampled() ? time(execute(ops)) : execute(ops)),
+    now: (now) => {
+      const increment = now.increment.bind(now);
+      const execute = now.execute.bind(now);
+      const get = now.get.bind(now);
+      return {
+        increment: (ops) => (sampled() ? timeNow(increment, ops) : increment(ops)),
+        execute: (ops) => (sampled() ? timeNow(execute, ops) : execute(ops)),
+        get: (keys) => (sampled() ? timeNow(get, keys) : get(keys)),
+      };
+    },
+  });
 }

@@ -17,7 +17,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type TextMapGetter, type Tracer } from '@opentelemetry/api';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, type SpanExporter } from '@opentelemetry/sdk-trace-base';
-import type { Algorithm, CounterOp, CounterStore, OpResult } from '@rls/engine';
+import { decorateStore, type CounterStore } from '@rls/engine';
 import type { Logger } from '../logger.js';
 import type { CallContext, ShouldRateLimitFn } from '../server/grpc-server.js';
 import { DEFAULT_PROPAGATORS, propagatorFor, type PropagatorName } from '@rls/tracing';
@@ -103,7 +103,7 @@ export async function createTracing(opts: TracingOptions, deps: TracingDeps): Pr
       };
     },
     traceStore(store) {
-      return new TracedStore(store, tracer, active, store.kind === 'redis' ? REDIS_SPAN : STORE_SPAN);
+      return tracedStore(store, tracer, active, store.kind === 'redis' ? REDIS_SPAN : STORE_SPAN);
     },
     async shutdown(timeoutMs = 5000) {
       let timer: NodeJS.Timeout | undefined;
@@ -136,53 +136,24 @@ function endWith<T>(span: Span, work: Promise<T>): Promise<T> {
   );
 }
 
-/** A CounterStore whose calls are child spans of the active ShouldRateLimit span. */
-class TracedStore implements CounterStore {
-  readonly kind: string;
-  readonly onConnectionChange?: (listener: (connected: boolean) => void) => void;
-  readonly algorithms?: ReadonlySet<Algorithm>;
-  readonly execute?: (ops: readonly CounterOp[]) => Promise<OpResult[]>;
-
-  constructor(
-    private readonly inner: CounterStore,
-    private readonly tracer: Tracer,
-    private readonly active: AsyncLocalStorage<Context>,
-    private readonly spanName: string,
-  ) {
-    this.kind = inner.kind;
-    if (inner.onConnectionChange !== undefined) this.onConnectionChange = (l) => inner.onConnectionChange?.(l);
+/**
+ * A CounterStore whose round trips (increment, execute, get) are child spans of the active
+ * ShouldRateLimit span. Built with decorateStore: every other member is forwarded, including `now`
+ * (synchronous, in-process answers have no round trip to trace) and `delete`.
+ */
+function tracedStore(inner: CounterStore, tracer: Tracer, active: AsyncLocalStorage<Context>, spanName: string): CounterStore {
+  const traced =
+    <A extends readonly unknown[], T>(attribute: string, call: (items: A) => Promise<T>) =>
+    (items: A): Promise<T> => {
+      const parent = active.getStore();
+      if (parent === undefined) return call(items);
+      const span = tracer.startSpan(spanName, { kind: SpanKind.CLIENT, attributes: { [attribute]: items.length } }, parent);
+      return endWith(span, call(items));
+    };
+  return decorateStore(inner, {
+    increment: (increment) => traced('pipeline length', increment),
     // Sliding windows and token buckets (CounterStore.execute) are traced like increments.
-    if (inner.algorithms !== undefined) this.algorithms = inner.algorithms;
-    const execute = inner.execute?.bind(inner);
-    if (execute !== undefined) {
-      this.execute = (ops) => {
-        const parent = this.active.getStore();
-        if (parent === undefined) return execute(ops);
-        const span = this.tracer.startSpan(this.spanName, { kind: SpanKind.CLIENT, attributes: { 'pipeline length': ops.length } }, parent);
-        return endWith(span, execute(ops));
-      };
-    }
-  }
-
-  increment(ops: readonly CounterOp[]): Promise<number[]> {
-    const parent = this.active.getStore();
-    if (parent === undefined) return this.inner.increment(ops);
-    const span = this.tracer.startSpan(this.spanName, { kind: SpanKind.CLIENT, attributes: { 'pipeline length': ops.length } }, parent);
-    return endWith(span, this.inner.increment(ops));
-  }
-
-  get(keys: readonly string[]): Promise<number[]> {
-    const parent = this.active.getStore();
-    if (parent === undefined) return this.inner.get(keys);
-    const span = this.tracer.startSpan(this.spanName, { kind: SpanKind.CLIENT, attributes: { 'keys length': keys.length } }, parent);
-    return endWith(span, this.inner.get(keys));
-  }
-
-  isConnected(): boolean {
-    return this.inner.isConnected();
-  }
-
-  close(): Promise<void> {
-    return this.inner.close();
-  }
+    execute: (execute) => traced('pipeline length', execute),
+    get: (get) => traced('keys length', get),
+  });
 }

@@ -7,7 +7,7 @@ import { chmodSync, mkdirSync, renameSync, rmSync, symlinkSync, unlinkSync, writ
 import { join } from 'node:path';
 import { FakeClock, tempDir, waitFor } from '@rls/testkit';
 import { MemoryStore, RateLimitService, StatsStore, mathRandom, type CounterOp, type CounterStore } from '@rls/engine';
-import { limiterOptionsFrom } from '../../src/app.js';
+import { limiterOptionsFrom } from '../../src/compose.js';
 import { createLogger } from '../../src/logger.js';
 import { FileRuleProvider, type FileProviderOptions } from '../../src/provider/file-provider.js';
 import { loadSettings } from '../../src/settings.js';

@@ -49,7 +49,7 @@ import {
   settingsPayload,
   writeFrameHeader,
 } from './frames.js';
-import { FIELDS_MALFORMED, FIELDS_TOO_LARGE, HpackDecoder, HpackError } from './hpack-decoder.js';
+import { FIELDS_MALFORMED, FIELDS_TOO_LARGE, HpackDecoder, HpackError, type DecodedBlock } from './hpack-decoder.js';
 import { ResponseBlockEncoder } from './hpack-encoder.js';
 import { copyBytes } from './bytes.js';
 import type { CoarseClock, ReceiveBudget } from './receive-budget.js';
@@ -58,7 +58,7 @@ import type { CoarseClock, ReceiveBudget } from './receive-budget.js';
 export interface H2Stream {
   readonly id: number;
   /** Request fields, flat [name, value, ...] as decoded; read only (streams whose header blocks repeat share one array). */
-  fields: string[];
+  readonly fields: readonly string[];
   /** What the peer lets us send on this stream. */
   sendWindow: number;
   /** What we let the peer send, and how much of it was consumed but not yet re-granted. */
@@ -84,8 +84,8 @@ export interface H2Stream {
 }
 
 export interface H2Handler<S extends H2Stream> {
-  /** A new stream with valid request fields. */
-  newStream(conn: H2Connection<S>, id: number, fields: string[]): S;
+  /** A new stream with valid request fields (`head.fields`; `head.key` names the field list). */
+  newStream(conn: H2Connection<S>, id: number, head: DecodedBlock): S;
   /** The request headers of a new stream (called right after newStream). */
   onRequest(stream: S): void;
   onData(stream: S, chunk: Buffer): void;
@@ -188,8 +188,8 @@ export class H2Connection<S extends H2Stream> {
   private peerInitialWindow = DEFAULT_WINDOW;
   private peerMaxFrame = DEFAULT_MAX_FRAME;
   private readonly blocked: S[] = [];
-  /** The last request field list found valid (the decoder returns the same array for a repeated block). */
-  private validFields: string[] | undefined = undefined;
+  /** The key (DecodedBlock.key, never 0) of the last request field list found valid. */
+  private validKey = 0;
   /** Our side of the peer's HPACK table (the fixed response fields, by index after first use). */
   private readonly encoder = new ResponseBlockEncoder();
   // Flow control: the receiving side. recvWindow + buffered (what the peer may send plus what we
@@ -671,16 +671,15 @@ export class H2Connection<S extends H2Stream> {
   }
 
   private onHeaderBlock(id: number, endStream: boolean, block: Buffer): void {
-    let fields: string[];
-    let result: number;
+    let decoded: DecodedBlock;
     try {
-      fields = this.decoder.decodeShared(block, this.maxHeaderList);
-      result = this.decoder.flags;
+      decoded = this.decoder.decodeBlock(block, this.maxHeaderList);
     } catch (err) {
       if (!(err instanceof HpackError)) throw err;
       this.connectionError(COMPRESSION_ERROR, err.message);
       return;
     }
+    const { fields, flags: result } = decoded;
     const existing = this.streams.get(id);
     if (existing !== undefined) {
       // Trailers: they must end the stream.
@@ -709,13 +708,13 @@ export class H2Connection<S extends H2Stream> {
       this.streamError(id, ENHANCE_YOUR_CALM);
       return;
     }
-    // A repeated block gives the same (already checked) array: checked once.
-    if (fields !== this.validFields) {
+    // A field list is checked once: a repeat of the last checked one has its key.
+    if (decoded.key !== this.validKey) {
       if ((result & FIELDS_MALFORMED) !== 0 || !validRequestFields(fields)) {
         this.streamError(id, PROTOCOL_ERROR);
         return;
       }
-      this.validFields = fields;
+      this.validKey = decoded.key;
       this.validLength = declaredLength(fields);
     }
     if (this.validLength >= 0) {
@@ -726,7 +725,7 @@ export class H2Connection<S extends H2Stream> {
       }
       if (!endStream) (this.bodyLeft ??= new Map()).set(id, this.validLength);
     }
-    const stream = this.handler.newStream(this, id, fields);
+    const stream = this.handler.newStream(this, id, decoded);
     stream.sendWindow = this.peerInitialWindow;
     stream.recvWindow = this.streamWindow;
     stream.openedAt = this.clock.now;
@@ -1174,7 +1173,7 @@ const CONNECTION_SPECIFIC = new Set(['connection', 'keep-alive', 'proxy-connecti
  * Request fields of RFC 9113 §8.3.1: pseudo-headers first, each at most once, only the request
  * ones, :method :scheme :path present; no connection-specific fields; `te` only "trailers".
  */
-function validRequestFields(fields: string[]): boolean {
+function validRequestFields(fields: readonly string[]): boolean {
   let method = false;
   let scheme = false;
   let path = false;
@@ -1215,13 +1214,13 @@ function validRequestFields(fields: string[]): boolean {
 }
 
 /** The request's content-length (validated digits), -1 without one. */
-function declaredLength(fields: string[]): number {
+function declaredLength(fields: readonly string[]): number {
   for (let i = 0; i < fields.length; i += 2) if (fields[i] === 'content-length') return Number(fields[i + 1]);
   return -1;
 }
 
 /** Trailer fields (RFC 9113 §8.1): no pseudo-headers, no connection-specific fields. */
-function validTrailerFields(fields: string[]): boolean {
+function validTrailerFields(fields: readonly string[]): boolean {
   for (let i = 0; i < fields.length; i += 2) {
     const name = fields[i]!;
     if (name.charCodeAt(0) === 0x3a || CONNECTION_SPECIFIC.has(name)) return false;

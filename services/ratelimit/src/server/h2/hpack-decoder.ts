@@ -18,6 +18,27 @@ export const FIELDS_TOO_LARGE = 1;
 /** A literal field name is not a valid lower-case HTTP/2 name (the request is malformed). */
 export const FIELDS_MALFORMED = 2;
 
+/**
+ * One decoded field block. `key` names the field list: a block whose bytes decode to the same list
+ * as the decoder's previous one (a repeat, `repeated`) gets the same key and the same `fields`;
+ * every other block gets a key no decoder has given before (keys are unique in the process), so
+ * a cache of what was read from a field list (a checked request head, say) keys on `key` and is
+ * never fooled by another connection's decoder.
+ */
+export interface DecodedBlock {
+  /** Name, value pairs, flat: [n0, v0, n1, v1, ...]. Shared with later repeats: never modified. */
+  readonly fields: readonly string[];
+  /** FIELDS_* flags. */
+  readonly flags: number;
+  /** The same bytes as the previous block this decoder decoded, decoded to the same fields. */
+  readonly repeated: boolean;
+  /** The field list's key (see above); equal keys mean the same fields and flags. */
+  readonly key: number;
+}
+
+/** The last key given to a field list (process-wide, so keys from different decoders never meet). */
+let lastKey = 0;
+
 export class HpackDecoder {
   /** SETTINGS_HEADER_TABLE_SIZE we advertised: the most a size update may ask for. */
   private maxAllowed: number;
@@ -65,8 +86,7 @@ export class HpackDecoder {
   // byte for byte once their table is warm, and skipping the Huffman and string work is a
   // measurable part of a request's cost.
   private repeatBlock: Buffer | undefined = undefined;
-  private repeatFields: string[] = [];
-  private repeatFlags = FIELDS_OK;
+  private repeatResult: DecodedBlock | undefined = undefined;
   private repeatLimit = 0;
   /** Bumped by every change of the dynamic table (insertion, size update). */
   private tableChanges = 0;
@@ -76,36 +96,31 @@ export class HpackDecoder {
    * Returns FIELDS_* flags; throws HpackError on invalid input.
    */
   decode(block: Buffer, out: string[], maxListSize: number): number {
-    const shared = this.decodeShared(block, maxListSize);
-    for (const f of shared) out.push(f);
-    return this.flags;
+    const decoded = this.decodeBlock(block, maxListSize);
+    for (const f of decoded.fields) out.push(f);
+    return decoded.flags;
   }
 
-  /** FIELDS_* flags of the last `decodeShared`. */
-  flags = FIELDS_OK;
-
   /**
-   * As `decode`, returning the fields; a repeated block returns the same array as the previous
-   * call (callers must not modify it). The flags are in `flags`.
+   * Decodes `block` (throws HpackError on invalid input). A block repeating the previous one's
+   * bytes, when that one left the dynamic table as it was, is not decoded again: the result is
+   * `repeated`, with the previous fields and key.
    */
-  decodeShared(block: Buffer, maxListSize: number): string[] {
+  decodeBlock(block: Buffer, maxListSize: number): DecodedBlock {
     const last = this.repeatBlock;
-    if (last !== undefined && maxListSize === this.repeatLimit && equalBytes(block, last)) {
-      this.flags = this.repeatFlags;
-      return this.repeatFields;
-    }
+    if (last !== undefined && maxListSize === this.repeatLimit && equalBytes(block, last)) return this.repeatResult!;
     const out: string[] = [];
     this.repeatBlock = undefined;
+    this.repeatResult = undefined;
     const changesBefore = this.tableChanges;
     const flags = this.decodeFields(block, out, maxListSize);
+    const key = ++lastKey;
     if (this.tableChanges === changesBefore) {
       this.repeatBlock = Buffer.from(block);
-      this.repeatFields = out;
-      this.repeatFlags = flags;
+      this.repeatResult = { fields: out, flags, repeated: true, key };
       this.repeatLimit = maxListSize;
     }
-    this.flags = flags;
-    return out;
+    return { fields: out, flags, repeated: false, key };
   }
 
   private decodeFields(block: Buffer, out: string[], maxListSize: number): number {

@@ -264,3 +264,52 @@ describe('HPACK encoder blocks', () => {
     assert.equal(e.block(OK_HEADERS_BLOCK), OK_HEADERS_BLOCK, 'indexing stays off for the connection');
   });
 });
+
+describe('decodeBlock: a typed result, repeats named by `repeated` and `key`', () => {
+  // :method GET (indexed) and :path /sample/path (literal without indexing, C.2.2): the table stays as it was.
+  const plain = hex('82 040c 2f73 616d 706c 652f 7061 7468');
+  // custom-key: custom-header with incremental indexing (C.2.1): the table changes.
+  const indexing = hex('400a 6375 7374 6f6d 2d6b 6579 0d63 7573 746f 6d2d 6865 6164 6572');
+
+  test('the same bytes again, table unchanged: repeated, same key and fields; other bytes: a new key', () => {
+    const d = new HpackDecoder();
+    const first = d.decodeBlock(plain, LIMIT);
+    assert.deepEqual(first.fields, [':method', 'GET', ':path', '/sample/path']);
+    assert.equal(first.flags, FIELDS_OK);
+    assert.equal(first.repeated, false);
+    const again = d.decodeBlock(Buffer.from(plain), LIMIT);
+    assert.equal(again.repeated, true);
+    assert.equal(again.key, first.key);
+    assert.deepEqual(again.fields, first.fields);
+    const other = d.decodeBlock(hex('82'), LIMIT);
+    assert.equal(other.repeated, false);
+    assert.notEqual(other.key, first.key);
+    // Back to the first bytes: decoded again (only the previous block is remembered), under a new key.
+    const back = d.decodeBlock(plain, LIMIT);
+    assert.equal(back.repeated, false);
+    assert.notEqual(back.key, first.key);
+  });
+
+  test('a block that changed the table is never a repeat; another decoder never gives the same key', () => {
+    const d = new HpackDecoder();
+    const a = d.decodeBlock(indexing, LIMIT);
+    const b = d.decodeBlock(indexing, LIMIT);
+    assert.equal(b.repeated, false);
+    assert.notEqual(a.key, b.key);
+    const e = new HpackDecoder();
+    const x = d.decodeBlock(plain, LIMIT);
+    const y = e.decodeBlock(plain, LIMIT);
+    assert.deepEqual(x.fields, y.fields);
+    assert.notEqual(x.key, y.key);
+  });
+
+  test('flags come with the result: a different list-size limit is not a repeat', () => {
+    const d = new HpackDecoder();
+    assert.equal(d.decodeBlock(plain, LIMIT).flags, FIELDS_OK);
+    const small = d.decodeBlock(plain, 40);
+    assert.equal(small.repeated, false);
+    assert.equal(small.flags, FIELDS_TOO_LARGE);
+    assert.equal(d.decodeBlock(plain, 40).flags, FIELDS_TOO_LARGE);
+    assert.equal(d.decodeBlock(plain, 40).repeated, true);
+  });
+});

@@ -15,6 +15,7 @@ import { silentLogger } from '../transport-logger.js';
 import { DEFAULT_GRPC_LIMITS, GRPC_LIMIT_SETTING_DEFS, sweepIntervalMs } from '../grpc-limits-settings.js';
 import { InflateScheduler, type InflateLane } from '../grpc-inflate.js';
 import { H2Connection, HOLD_CONNECTION, HOLD_OK, HOLD_PROCESS, type H2Handler, type H2Options, type H2Stream, type H2Timeouts } from './connection.js';
+import type { DecodedBlock } from './hpack-decoder.js';
 import { ReceiveBudget, type CoarseClock } from './receive-budget.js';
 import { OK_HEADERS_BLOCK, OK_TRAILERS_BLOCK, statusTrailersBlock, trailersOnlyBlock } from './hpack-encoder.js';
 import { GrpcCapacityLog } from '../grpc-capacity-log.js';
@@ -22,7 +23,9 @@ import { GrpcCapacityLog } from '../grpc-capacity-log.js';
 class LeanCall extends GrpcCall implements H2Stream {
   readonly id: number;
   readonly conn: H2Connection<LeanCall>;
-  fields: string[];
+  readonly fields: readonly string[];
+  /** The field list's key (DecodedBlock.key): the server's head cache is keyed on it. */
+  readonly fieldsKey: number;
   sendWindow = 0;
   recvWindow = 0;
   recvUnacked = 0;
@@ -38,12 +41,13 @@ class LeanCall extends GrpcCall implements H2Stream {
   private headerObject: IncomingHttpHeaders | undefined = undefined;
   private readonly server: LeanServer;
 
-  constructor(server: LeanServer, conn: H2Connection<LeanCall>, id: number, fields: string[]) {
+  constructor(server: LeanServer, conn: H2Connection<LeanCall>, id: number, head: DecodedBlock) {
     super();
     this.server = server;
     this.conn = conn;
     this.id = id;
-    this.fields = fields;
+    this.fields = head.fields;
+    this.fieldsKey = head.key;
   }
 
   /** Built on first read only (tracing): the hot path never pays for it. */
@@ -333,8 +337,8 @@ class LeanServer implements H2Handler<LeanCall> {
 
   // ---- H2Handler ----
 
-  newStream(conn: H2Connection<LeanCall>, id: number, fields: string[]): LeanCall {
-    return new LeanCall(this, conn, id, fields);
+  newStream(conn: H2Connection<LeanCall>, id: number, head: DecodedBlock): LeanCall {
+    return new LeanCall(this, conn, id, head);
   }
 
   laneOf(conn: H2Connection<LeanCall>): InflateLane {
@@ -351,9 +355,10 @@ class LeanServer implements H2Handler<LeanCall> {
     return 'grpc: the stream is closed';
   }
 
-  // The request head read from the last field list: a repeated header block arrives as the same
-  // array, and its head is not read again.
-  private headFields: string[] | undefined = undefined;
+  // The request head read from the last field list, keyed on its DecodedBlock.key (unique in the
+  // process, so calls of different connections never share an entry): a repeated header block
+  // has the same key, and its head is not read again.
+  private headKey = 0;
   private method: string | undefined;
   private path: string | undefined;
   private contentType: string | undefined;
@@ -361,12 +366,11 @@ class LeanServer implements H2Handler<LeanCall> {
   private encoding: string | undefined;
 
   onRequest(call: LeanCall): void {
-    const f = call.fields;
-    if (f !== this.headFields) this.readHead(f);
+    if (call.fieldsKey !== this.headKey) this.readHead(call.fields, call.fieldsKey);
     this.d.begin(call, this.method, this.path, this.contentType, this.timeout, this.encoding);
   }
 
-  private readHead(f: string[]): void {
+  private readHead(f: readonly string[], key: number): void {
     let method: string | undefined;
     let path: string | undefined;
     let contentType: string | undefined;
@@ -394,7 +398,7 @@ class LeanServer implements H2Handler<LeanCall> {
           break;
       }
     }
-    this.headFields = f;
+    this.headKey = key;
     this.method = method;
     this.path = path;
     this.contentType = contentType;

@@ -2,8 +2,8 @@
 // when it is loaded (never half-applied at request time). Used by the service when rules are
 // swapped in and by ratelimit-config-check.
 import { ConfigError } from '../errors.js';
-import type { RuleSet } from '../config/rule-set.js';
-import type { Algorithm, CounterStore } from './counter-store.js';
+import type { Algorithm, CounterStore } from '../store/counter-store.js';
+import type { RuleSet } from './rule-set.js';
 
 /** What a check needs of a store: its name and the algorithms it runs besides fixed_window. */
 export type AlgorithmSupport = Pick<CounterStore, 'kind' | 'algorithms'>;
