@@ -4,6 +4,13 @@
 import type { JsonValue } from '../domain.js';
 import { renderNode, type YMap, type YNode } from './yaml-document.js';
 
+/** One rule document's text and its name. */
+export interface RuleSource {
+  /** Name used in error messages: the file path relative to the rule directory, or an xDS resource name. */
+  readonly name: string;
+  readonly content: string;
+}
+
 export interface ReplacesSpec {
   readonly name: string;
 }

@@ -11,17 +11,14 @@ import { DomainNode, emissionMicros, keyTailOf, mayBeStructuredValue, NO_REPLACE
 import { parseUnitName, unitDivider, unitName } from '../units.js';
 import { ValueIndex } from './value-index.js';
 import { compileWildcard, hasWildcard } from './wildcard.js';
-import { DEFAULT_QUOTA_EXTENSIONS } from '../quota/cidr-value-matcher.js';
-import type { ValueMatcherExtension } from '../quota/quota-matcher.js';
-import { buildQuotaRuleSet, EMPTY_QUOTA_RULES, type QuotaDocumentSource, type QuotaRuleSet } from '../quota/quota-rule-set.js';
-import { decodeQuotaDocument, type QuotaDocumentSpec } from '../quota/quota-rules.js';
+import { DEFAULT_QUOTA_EXTENSIONS } from './cidr-value-matcher.js';
+import type { ValueMatcherExtension } from './quota-matcher.js';
+import { buildQuotaRuleSet, EMPTY_QUOTA_RULES, type QuotaDocumentSource, type QuotaRuleSet } from './quota-rule-set.js';
+import { decodeQuotaDocument, type QuotaDocumentSpec } from './quota-rules.js';
 import { parseYamlDocuments, YamlSyntaxError } from './yaml-document.js';
 
-export interface RuleSource {
-  /** Name used in error messages: the file path relative to the rule directory, or an xDS resource name. */
-  readonly name: string;
-  readonly content: string;
-}
+import type { RuleSource } from './rule-file.js';
+export type { RuleSource };
 
 export interface LoadOptions {
   /** MERGE_DOMAIN_CONFIG: a domain may appear in several documents; top-level descriptors are merged. */

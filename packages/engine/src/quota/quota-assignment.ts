@@ -4,7 +4,7 @@
 // bucket never admit more than its quota per period (token buckets add their capacity once when
 // they are created full, which docs/ratelimit.md, "RLQS" counts in the overshoot).
 import type { RateLimitStrategyMsg } from '@rls/rls-proto';
-import type { QuotaSpec } from './quota-rules.js';
+import type { QuotaSpec } from '../config/quota-rules.js';
 
 /** Allocator units per request. */
 export const MICROS = 1_000_000;

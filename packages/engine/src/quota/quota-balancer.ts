@@ -29,8 +29,8 @@ import { RateLimitError, StoreError } from '../errors.js';
 import type { Counter, Gauge, StatsStore } from '../stats/stats-store.js';
 import { divideFairly } from './fair-share.js';
 import { demandUnits, quotaCapacity, strategyForShare } from './quota-assignment.js';
-import type { QuotaRule } from './quota-matcher.js';
-import type { QuotaRuleSet } from './quota-rule-set.js';
+import type { QuotaRule } from '../config/quota-matcher.js';
+import type { QuotaRuleSet } from '../config/quota-rule-set.js';
 import { quotaShareKey } from './quota-share-key.js';
 import type { QuotaShareStore } from './share-store.js';
 

@@ -13,9 +13,9 @@
 // Problems are RuleFileError (the loader prefixes the source name), each naming the entry and line.
 import type { UnitNumber } from '../domain.js';
 import { unitDivider } from '../units.js';
-import { RuleFileError } from '../config/rule-file.js';
+import { RuleFileError } from './rule-file.js';
 import { parseUnitName } from '../units.js';
-import { renderNode, type YMap, type YNode, type YScalar } from '../config/yaml-document.js';
+import { renderNode, type YMap, type YNode, type YScalar } from './yaml-document.js';
 
 /** How the server enforces a bucket's quota through the data plane. */
 export type QuotaStrategyKind = 'token_bucket' | 'requests_per_time_unit' | 'allow_all' | 'deny_all';

@@ -3,9 +3,9 @@
 // given, every YAML document one domain, the first problem thrown as ConfigError naming the
 // source, the entry and the line, nothing partial returned.
 import { ConfigError } from '../errors.js';
-import { RuleFileError } from '../config/rule-file.js';
-import type { RuleSource } from '../config/rule-set.js';
-import { parseYamlDocuments, YamlSyntaxError } from '../config/yaml-document.js';
+import { RuleFileError } from './rule-file.js';
+import type { RuleSource } from './rule-file.js';
+import { parseYamlDocuments, YamlSyntaxError } from './yaml-document.js';
 import { QuotaMatcher, type QuotaMatcherOptions, type QuotaRule } from './quota-matcher.js';
 import { BUILTIN_DEFAULT_QUOTA, decodeQuotaDocument, patternKey, type QuotaDocumentSpec, type QuotaEntrySpec, type QuotaSpec } from './quota-rules.js';
 

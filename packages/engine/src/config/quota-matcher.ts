@@ -7,9 +7,9 @@
 // still, entries whose values are all exact are found by one map lookup, and the rest are grouped
 // by key set and kept in the order they are tried, so the cost does not grow with unrelated rules.
 import { bucketKey, type BucketEntryMsg } from '@rls/rls-proto';
-import { RuleFileError } from '../config/rule-file.js';
-import { compileWildcard } from '../config/wildcard.js';
-import type { YNode } from '../config/yaml-document.js';
+import { RuleFileError } from './rule-file.js';
+import { compileWildcard } from './wildcard.js';
+import type { YNode } from './yaml-document.js';
 import type { QuotaEntrySpec, QuotaSpec, ValuePatternSpec } from './quota-rules.js';
 
 /** Tests one bucket id value. */

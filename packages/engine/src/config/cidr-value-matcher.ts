@@ -2,8 +2,8 @@
 // it is an IPv4 or IPv6 address inside the block. The block is parsed once at load with the same
 // rules as descriptor `cidr:` (host bits must be zero; an IPv4-mapped IPv6 block is its IPv4 block),
 // and an IPv4-mapped IPv6 value matches IPv4 blocks, as for descriptors.
-import { isIpv4Mapped, parseCidr, parseIpv4, parseIpv6 } from '../config/ip-address.js';
-import type { YNode } from '../config/yaml-document.js';
+import { isIpv4Mapped, parseCidr, parseIpv4, parseIpv6 } from './ip-address.js';
+import type { YNode } from './yaml-document.js';
 import type { ValueMatcher, ValueMatcherExtension } from './quota-matcher.js';
 
 /** Compiles `cidr: 10.0.0.0/8`; throws an Error naming the problem for anything else. */
