@@ -95,9 +95,9 @@ export const GRPC_LIMIT_SETTING_DEFS = {
   }),
   grpcInflateBytesPerSecond: def({
     name: 'GRPC_INFLATE_BYTES_PER_SECOND',
-    default: String(16 * MIB),
+    default: String(4 * MIB),
     meaning:
-      'Bytes per second the process inflates for compressed gRPC messages that inflate to more than 16 KiB (each counted as at least 64 KiB); smaller ones are inflated at once and not counted. These run one at a time, connections in turn; the rest wait, holding only their compressed bytes. 4 KB of gzip can inflate to 4 MB: unpaced, a few connections of such messages took a well-behaved client\'s p99 latency up tenfold (CPU, and collections of the garbage). 16 MiB/s costs about 1 % of a core and passes four messages of the maximum size per second; Envoy does not compress rate limit requests.',
+      'Bytes per second the process inflates for compressed gRPC messages that inflate to more than 16 KiB (each counted as at least 64 KiB); smaller ones are inflated at once and not counted. These run one at a time, connections in turn; the rest wait, holding only their compressed bytes. 4 KB of gzip can inflate to 4 MB: unpaced, a few connections of such messages took a well-behaved client\'s p99 latency up tenfold (CPU, and collections of the garbage). 4 MiB/s passes one message of the maximum size per second (16 MiB/s let a flood of them take a well-behaved client\'s p99 to 3.4× on 2 cores; 4 MiB/s: 1.5×); Envoy does not compress rate limit requests, and the small compressed requests other clients send are not paced.',
     parse: (raw) => parseInteger(raw, MIB, 2 ** 40),
   }),
   grpcMaxWatchesPerConnection: def({

@@ -198,12 +198,12 @@ describe('gzip bombs with the default budgets', () => {
       const t0 = Date.now();
       const ids = await bombs(c, 600);
       // Every bomb is in (its compressed bytes fit the connection's budget); they are inflated
-      // at GRPC_INFLATE_BYTES_PER_SECOND (16 MiB/s: 4 a second, after a burst of 4).
+      // at GRPC_INFLATE_BYTES_PER_SECOND (default 4 MiB/s: one a second, after a burst of one).
       const answers = await finals(c, ids, 5000 - (Date.now() - t0));
       const secs = (Date.now() - t0) / 1000;
       t.diagnostic(`${answers.size} of 600 bombs answered in ${secs.toFixed(1)} s: ${JSON.stringify([...tally(answers.values())])}`);
-      assert.ok(answers.size >= 8, `${answers.size} answered: inflation goes on under attack`);
-      assert.ok(answers.size <= Math.ceil(((secs + 1) * 16 * MIB) / 4_000_000) + 2, `${answers.size} answered in ${secs.toFixed(1)} s: beyond the pace`);
+      assert.ok(answers.size >= 3, `${answers.size} answered: inflation goes on under attack`);
+      assert.ok(answers.size <= Math.ceil(((secs + 1) * 4 * MIB) / 4_000_000) + 2, `${answers.size} answered in ${secs.toFixed(1)} s: beyond the pace`);
       // Each inflates to 4,000,000 zero bytes, within the budgets: decoded, and refused as a bad message.
       for (const a of answers.values()) assert.match(`${a.status} ${a.message}`, /^13 grpc: error unmarshalling request/);
       assert.ok(!c.isSocketClosed, 'the attacker is not disconnected: its streams wait');
@@ -231,7 +231,8 @@ describe('gzip bombs with the default budgets', () => {
     try {
       await Promise.all(clients.map((c) => c.handshake()));
       const t0 = Date.now();
-      const all = await Promise.all(clients.map(async (c) => finals(c, await bombs(c, 75), 5000 - (Date.now() - t0))));
+      // At the default pace (4 MiB/s: one 4 MB bomb a second) 10 s give every connection a turn or more.
+      const all = await Promise.all(clients.map(async (c) => finals(c, await bombs(c, 75), 10_000 - (Date.now() - t0))));
       const perConnection = all.map((m) => m.size);
       t.diagnostic(`answered per connection in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${perConnection.join(', ')}; ${JSON.stringify([...tally(all.flatMap((m) => [...m.values()]))])}`);
       // Round robin: every connection's bombs get their turns, none monopolises the inflater.
