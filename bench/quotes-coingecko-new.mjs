@@ -7,12 +7,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildApp } from '../services/quotes/src/app.ts';
 import { createDeps } from '../services/quotes/src/compose.ts';
-import { createLogger } from '../services/quotes/src/logger.ts';
+import { createLogging } from '../services/quotes/src/logger.ts';
 import { loadSettings } from '../services/quotes/src/settings.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'endpoints-bench-'));
 const settings = loadSettings({ MARKET_SOURCE: 'simulated', QUOTES_DATA_DIR: dir, QUOTES_LOG_LEVEL: 'warn', RATELIMIT_ENABLED: 'false' });
-const deps = createDeps(settings, createLogger('warn'));
+const deps = createDeps(settings, createLogging('warn'));
 await deps.store.migrate();
 const app = await buildApp(settings, deps);
 const { token } = await app.quotes.accounts.createToken('bench', 'pro');

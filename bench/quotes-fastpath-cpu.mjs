@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildApp } from '../services/quotes/src/app.ts';
 import { createDeps } from '../services/quotes/src/compose.ts';
-import { createLogger, defaultLogDestination } from '../services/quotes/src/logger.ts';
+import { createLogging, defaultLogDestination } from '../services/quotes/src/logger.ts';
 import { loadSettings } from '../services/quotes/src/settings.ts';
 
 const root = new URL('../services/quotes/', import.meta.url);
@@ -22,8 +22,8 @@ async function measure(level, rateLimit) {
   writeFileSync(join(dir, 'rules', 'quotes.yaml'), readFileSync(new URL('ratelimit/quotes.yaml', root), 'utf8').replace(/requests_per_unit: \d+/g, 'requests_per_unit: 1000000000'));
   const settings = loadSettings({ MARKET_SOURCE: 'simulated', QUOTES_DATA_DIR: dir, QUOTES_PLANS_FILE: join(dir, 'plans.json'), QUOTES_LOG_LEVEL: level, RATELIMIT_ENABLED: String(rateLimit), RATELIMIT_RULES_DIR: join(dir, 'rules') });
   // The service's default destination (synchronous sonic-boom), to /dev/null.
-  const logger = createLogger(level, defaultLogDestination('/dev/null'));
-  const deps = createDeps(settings, logger);
+  const logging = createLogging(level, defaultLogDestination('/dev/null'));
+  const deps = createDeps(settings, logging);
   await deps.store.migrate();
   const app = await buildApp(settings, deps);
   const { token } = await app.quotes.accounts.createToken('bench', 'pro');

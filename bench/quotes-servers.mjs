@@ -15,7 +15,7 @@ import Fastify from 'fastify';
 import pino from 'pino';
 import { buildApp } from '../services/quotes/src/app.ts';
 import { createDeps } from '../services/quotes/src/compose.ts';
-import { createLogger, defaultLogDestination } from '../services/quotes/src/logger.ts';
+import { createLogging, defaultLogDestination } from '../services/quotes/src/logger.ts';
 import { loadSettings } from '../services/quotes/src/settings.ts';
 
 const mode = process.argv[2];
@@ -46,8 +46,8 @@ if (mode === 'plain') {
   // The service's own default destination (synchronous, as on stdout), to a file instead;
   // BENCH_LOG_SYNC=false: pino's asynchronous sonic-boom (BENCH_LOG_MINLEN bytes buffered).
   const logFile = process.env.BENCH_LOG_FILE ?? '/dev/null';
-  const logger = createLogger(level, process.env.BENCH_LOG_SYNC === 'false' ? pino.destination({ dest: logFile, sync: false, minLength: Number(process.env.BENCH_LOG_MINLEN ?? 0) }) : defaultLogDestination(logFile));
-  const deps = createDeps(settings, logger);
+  const logging = createLogging(level, process.env.BENCH_LOG_SYNC === 'false' ? pino.destination({ dest: logFile, sync: false, minLength: Number(process.env.BENCH_LOG_MINLEN ?? 0) }) : defaultLogDestination(logFile));
+  const deps = createDeps(settings, logging);
   await deps.store.migrate();
   const app = await buildApp(settings, deps);
   // QUOTES_METRICS_PORT set: the request hook of the metrics as main.ts installs it (the listener itself is not started).

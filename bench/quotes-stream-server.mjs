@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildApp } from '../services/quotes/src/app.ts';
 import { createDeps } from '../services/quotes/src/compose.ts';
-import { createLogger } from '../services/quotes/src/logger.ts';
+import { createLogging } from '../services/quotes/src/logger.ts';
 import { loadSettings } from '../services/quotes/src/settings.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'quotes-stream-bench-'));
@@ -23,7 +23,7 @@ const settings = loadSettings({
   QUOTES_STREAM_MAX_PER_TOKEN: '1000',
   QUOTES_STREAM_MAX_TOTAL: '100000',
 });
-const deps = createDeps(settings, createLogger('warn'));
+const deps = createDeps(settings, createLogging('warn'));
 let step = 0;
 const m = deps.market;
 deps.market = {

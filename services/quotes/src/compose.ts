@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { openPostgresCluster } from './cluster/postgres-cluster.js';
 import { Replication } from './cluster/replication.js';
 import type { Logger } from 'pino';
+import type { Logging } from './logger.js';
 import { defaultPlansFile, loadPlans } from './accounts/plans.js';
 import type { AppDeps } from './app.js';
 import { systemClock, type Clock } from './clock.js';
@@ -39,7 +40,8 @@ import type { Store } from './store/types.js';
  * Collaborators of the app as production runs it. With `tracing` (TRACING_ENABLED; main.ts loads
  * it), the store, the sources and the rate limit decider are wrapped in its spans.
  */
-export function createDeps(settings: Readonly<Settings>, logger: Logger, clock: Clock = systemClock, waits: { sleep?: (ms: number) => Promise<void> } = {}, tracing?: QuotesTracing): AppDeps {
+export function createDeps(settings: Readonly<Settings>, logging: Logging, clock: Clock = systemClock, waits: { sleep?: (ms: number) => Promise<void> } = {}, tracing?: QuotesTracing): AppDeps {
+  const { logger, access: accessSink } = logging;
   const plans = loadPlans(settings.plansFile ?? defaultPlansFile(packageRoot()));
   const opened = openStore(settings);
   const store = tracing?.traceStore(opened) ?? opened;
@@ -55,7 +57,7 @@ export function createDeps(settings: Readonly<Settings>, logger: Logger, clock: 
   };
   const rateLimit = createRateLimitGate(settings, logger, clock, observe);
   const replication = createReplication(settings, logger);
-  return { store, market, fx, plans, clock, logger, random: randomBytes, counters, rateLimit, replication, metrics };
+  return { store, market, fx, plans, clock, logger, accessSink, random: randomBytes, counters, rateLimit, replication, metrics };
 }
 
 /**

@@ -29,7 +29,7 @@ export async function startServer(settings: Readonly<Settings>, logging: Logging
   const problems = replicaConfigProblems(settings);
   if (problems.length > 0) throw new SettingsError(problems);
   const tracing = await startTracing(settings, logger);
-  const deps = { ...createDeps(settings, logger, undefined, undefined, tracing), accessSink: logging.access };
+  const deps = createDeps(settings, logging, undefined, undefined, tracing);
   const applied = await deps.store.migrate();
   if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
   // Traced, every request goes through fastify (the cached-quote fast path bypasses its hooks).

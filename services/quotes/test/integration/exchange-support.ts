@@ -5,7 +5,7 @@ import { FakeClock, tempDir } from '@rls/testkit';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { createDeps } from '../../src/compose.js';
-import { createLogger } from '../../src/logger.js';
+import { createLogging } from '../../src/logger.js';
 import { loadSettings } from '../../src/settings.js';
 
 export interface ExchangeApp {
@@ -44,9 +44,9 @@ export async function makeExchangeApp(clockMs: number, env: Record<string, strin
       ...env,
     },
   );
-  const logger = createLogger('info', sink);
+  const logging = createLogging('info', sink);
   const sleeps: number[] = [];
-  const deps = createDeps(settings, logger, clock, {
+  const deps = createDeps(settings, logging, clock, {
     sleep: (ms) => {
       sleeps.push(ms);
       return Promise.resolve();
