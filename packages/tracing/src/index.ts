@@ -1,2 +1,3 @@
 export * from './b3-propagator.js';
 export * from './propagators.js';
+export * from './shutdown.js';

@@ -17,7 +17,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type TextMapGetter, type TextMapSetter } from '@opentelemetry/api';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, type SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { propagatorFor, type PropagatorName } from '@rls/tracing';
+import { propagatorFor, type PropagatorName, shutdownWithin } from '@rls/tracing';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { RateLimitDecider } from '../ratelimit/decider.js';
@@ -199,18 +199,7 @@ export async function createQuotesTracing(opts: TracingOptions, deps: TracingDep
       return aroundMethods(fx, new Set(['latest']), (_m, call) => refreshSpan('fx', call));
     },
     async shutdown(timeoutMs = 5000) {
-      let timer: NodeJS.Timeout | undefined;
-      const timedOut = new Promise<'timeout'>((resolve) => {
-        timer = setTimeout(() => resolve('timeout'), timeoutMs);
-        timer.unref();
-      });
-      try {
-        if ((await Promise.race([provider.shutdown(), timedOut])) === 'timeout') deps.logger.warn({ timeoutMs }, 'flushing traces timed out; queued spans dropped');
-      } catch (err) {
-        deps.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'flushing traces failed');
-      } finally {
-        clearTimeout(timer);
-      }
+      await shutdownWithin(provider, deps.logger, timeoutMs);
     },
   };
 }

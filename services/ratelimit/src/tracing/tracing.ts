@@ -20,7 +20,7 @@ import { BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRat
 import { decorateStore, type CounterStore } from '@rls/engine';
 import type { Logger } from '../logger.js';
 import type { CallContext, ShouldRateLimitFn } from '../server/grpc-server.js';
-import { DEFAULT_PROPAGATORS, propagatorFor, type PropagatorName } from '@rls/tracing';
+import { DEFAULT_PROPAGATORS, propagatorFor, type PropagatorName, shutdownWithin } from '@rls/tracing';
 
 export interface TracingOptions {
   readonly protocol: 'http' | 'grpc';
@@ -106,18 +106,7 @@ export async function createTracing(opts: TracingOptions, deps: TracingDeps): Pr
       return tracedStore(store, tracer, active, store.kind === 'redis' ? REDIS_SPAN : STORE_SPAN);
     },
     async shutdown(timeoutMs = 5000) {
-      let timer: NodeJS.Timeout | undefined;
-      const timedOut = new Promise<'timeout'>((resolve) => {
-        timer = setTimeout(() => resolve('timeout'), timeoutMs);
-        timer.unref();
-      });
-      try {
-        if ((await Promise.race([provider.shutdown(), timedOut])) === 'timeout') deps.logger.warn({ timeoutMs }, 'flushing traces timed out; queued spans dropped');
-      } catch (err) {
-        deps.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'flushing traces failed');
-      } finally {
-        clearTimeout(timer);
-      }
+      await shutdownWithin(provider, deps.logger, timeoutMs);
     },
   };
 }
