@@ -32,8 +32,13 @@ const DECOYS = 100_000;
 const PER_REQUEST = 128;
 /** Requests in flight at once. */
 const CONCURRENCY = 8;
-/** The slowest /healthcheck answer allowed while the flood runs (measured: tens of ms on a busy 2-core machine). */
-const HEALTH_BOUND_MS = 250;
+/**
+ * The slowest /healthcheck answer allowed while the flood runs. Measured: 53–62 ms on a quiet 2-core
+ * machine, up to ~300 ms in all three attempts while other suites loaded both cores. The stall this
+ * guards against (the top list scanning its whole map per new decoy) lasted seconds; the sketch's
+ * complexity itself is checked without wall-clock time in operator-parts.test.ts.
+ */
+const HEALTH_BOUND_MS = 1000;
 
 /** CPU seconds (user + system) a process has used, from /proc. */
 async function cpuSeconds(pid: number): Promise<number> {
