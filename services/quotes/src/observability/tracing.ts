@@ -17,7 +17,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type TextMapGetter, type TextMapSetter } from '@opentelemetry/api';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, type SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { propagatorFor, type PropagatorName, shutdownWithin } from '@rls/tracing';
+import { endSpanWith, propagatorFor, type PropagatorName, shutdownWithin } from '@rls/tracing';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { RateLimitDecider } from '../ratelimit/decider.js';
@@ -54,19 +54,6 @@ const recordSetter: TextMapSetter<Record<string, string>> = {
   },
 };
 
-function endWith<T>(span: Span, work: Promise<T>): Promise<T> {
-  return work.then(
-    (v) => {
-      span.end();
-      return v;
-    },
-    (err: unknown) => {
-      span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
-      span.end();
-      throw err;
-    },
-  );
-}
 
 export interface QuotesTracing {
   /** Opens and ends a span per request of `app` (call before the app is ready). */
@@ -134,7 +121,7 @@ export async function createQuotesTracing(opts: TracingOptions, deps: TracingDep
       span.end();
       throw err;
     }
-    if (out instanceof Promise) return endWith(span, out);
+    if (out instanceof Promise) return endSpanWith(span, out);
     span.end();
     return out;
   };
@@ -143,7 +130,7 @@ export async function createQuotesTracing(opts: TracingOptions, deps: TracingDep
     const span = tracer.startSpan(MARKET_REFRESH_SPAN, { kind: SpanKind.INTERNAL, attributes: { 'market.source': source } }, ROOT_CONTEXT);
     try {
       const out = call();
-      if (out instanceof Promise) return endWith(span, out);
+      if (out instanceof Promise) return endSpanWith(span, out);
       span.end();
       return out;
     } catch (err) {
@@ -181,7 +168,7 @@ export async function createQuotesTracing(opts: TracingOptions, deps: TracingDep
         const span = tracer.startSpan(RATE_LIMIT_SPAN, { kind: SpanKind.CLIENT, attributes: { 'rpc.system': 'grpc', 'rpc.service': 'envoy.service.ratelimit.v3.RateLimitService', domain: req.domain, decider: decider.kind } }, parent);
         const carrier: Record<string, string> = { ...metadata };
         propagator.inject(trace.setSpan(parent, span), carrier, recordSetter);
-        return endWith(span, call(req, carrier));
+        return endSpanWith(span, call(req, carrier));
       });
     },
     traceStore(store) {

@@ -14,13 +14,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type TextMapGetter, type Tracer } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, trace, type Context, type TextMapGetter, type Tracer } from '@opentelemetry/api';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { decorateStore, type CounterStore } from '@rls/engine';
 import type { Logger } from '../logger.js';
 import type { CallContext, ShouldRateLimitFn } from '../server/grpc-server.js';
-import { DEFAULT_PROPAGATORS, propagatorFor, type PropagatorName, shutdownWithin } from '@rls/tracing';
+import { DEFAULT_PROPAGATORS, endSpanWith, propagatorFor, type PropagatorName, shutdownWithin } from '@rls/tracing';
 
 export interface TracingOptions {
   readonly protocol: 'http' | 'grpc';
@@ -99,7 +99,7 @@ export async function createTracing(opts: TracingOptions, deps: TracingDeps): Pr
       return (req, ctx: CallContext) => {
         const parent = ctx.headers !== undefined ? propagator.extract(ROOT_CONTEXT, ctx.headers, headerGetter) : ROOT_CONTEXT;
         const span = tracer.startSpan(SHOULD_RATE_LIMIT_SPAN, { kind: SpanKind.SERVER, attributes: { domain: req.domain } }, parent);
-        return endWith(span, active.run(trace.setSpan(parent, span), () => fn(req, ctx)));
+        return endSpanWith(span, active.run(trace.setSpan(parent, span), () => fn(req, ctx)));
       };
     },
     traceStore(store) {
@@ -111,19 +111,6 @@ export async function createTracing(opts: TracingOptions, deps: TracingDeps): Pr
   };
 }
 
-function endWith<T>(span: Span, work: Promise<T>): Promise<T> {
-  return work.then(
-    (v) => {
-      span.end();
-      return v;
-    },
-    (err: unknown) => {
-      span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
-      span.end();
-      throw err;
-    },
-  );
-}
 
 /**
  * A CounterStore whose round trips (increment, execute, get) are child spans of the active
@@ -137,7 +124,7 @@ function tracedStore(inner: CounterStore, tracer: Tracer, active: AsyncLocalStor
       const parent = active.getStore();
       if (parent === undefined) return call(items);
       const span = tracer.startSpan(spanName, { kind: SpanKind.CLIENT, attributes: { [attribute]: items.length } }, parent);
-      return endWith(span, call(items));
+      return endSpanWith(span, call(items));
     };
   return decorateStore(inner, {
     increment: (increment) => traced('pipeline length', increment),
