@@ -69,6 +69,8 @@ export {
   type DiscoveryResponseMsg,
   type AnyMsg,
   type RateLimitConfigMsg,
+  type QuotaBucketRuleMsg,
+  type QuotaRuleMsg,
   type RateLimitConfigDescriptorMsg,
   type RateLimitPolicyMsg,
   type RateLimitConfigUnit,

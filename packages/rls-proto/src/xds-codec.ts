@@ -82,10 +82,35 @@ export interface RateLimitConfigDescriptorMsg {
   prefix?: string | undefined;
 }
 
+/** Extension `QuotaRule`: a quota as written; '' and undefined are "not written". */
+export interface QuotaRuleMsg {
+  strategy: string;
+  /** A RateLimitConfigUnit name ('UNKNOWN': not written). */
+  unit: string;
+  requestsPerUnit?: number | undefined;
+  unitMultiplier?: number | undefined;
+  burst?: number | undefined;
+  onStoreFailure: string;
+}
+
+/** Extension `QuotaBucketRule`: one quota_buckets entry. */
+export interface QuotaBucketRuleMsg {
+  /** key -> value ("*" any, a value with "*" a wildcard). */
+  bucketId: Record<string, string>;
+  /** key -> CIDR block. */
+  bucketIdCidr: Record<string, string>;
+  quota?: QuotaRuleMsg | undefined;
+  name: string;
+}
+
 export interface RateLimitConfigMsg {
   name: string;
   domain: string;
   descriptors: RateLimitConfigDescriptorMsg[];
+  /** Extension (field 1006): RLQS quota rules; undefined or empty when unset. */
+  quotaBuckets?: QuotaBucketRuleMsg[] | undefined;
+  /** Extension (field 1007): the quota of buckets no entry matches; undefined when unset. */
+  defaultQuota?: QuotaRuleMsg | undefined;
 }
 
 interface Types {
@@ -347,10 +372,69 @@ interface PbDescriptor {
   cidr?: string;
   prefix?: string;
 }
+interface PbQuotaRule {
+  strategy?: string;
+  unit?: number | string;
+  requests_per_unit?: number | null;
+  unit_multiplier?: number;
+  burst?: number;
+  on_store_failure?: string;
+}
+interface PbQuotaBucketRule {
+  bucket_id?: Record<string, string>;
+  bucket_id_cidr?: Record<string, string>;
+  quota?: PbQuotaRule | null;
+  name?: string;
+}
 interface PbConfig {
   name?: string;
   domain?: string;
   descriptors?: PbDescriptor[];
+  quota_buckets?: PbQuotaBucketRule[];
+  default_quota?: PbQuotaRule | null;
+}
+
+function quotaToPb(q: QuotaRuleMsg, unitEnum: protobuf.Enum): PbQuotaRule {
+  const pb: PbQuotaRule = { strategy: q.strategy, unit: unitEnum.values[q.unit] ?? (/^\d+$/.test(q.unit) ? Number(q.unit) : 0), on_store_failure: q.onStoreFailure };
+  if (q.requestsPerUnit !== undefined) pb.requests_per_unit = q.requestsPerUnit;
+  if (q.unitMultiplier !== undefined && q.unitMultiplier !== 0) pb.unit_multiplier = q.unitMultiplier;
+  if (q.burst !== undefined && q.burst !== 0) pb.burst = q.burst;
+  return pb;
+}
+
+function quotaFromPb(pb: PbQuotaRule, unitEnum: protobuf.Enum): QuotaRuleMsg {
+  const unit = typeof pb.unit === 'number' ? (unitEnum.valuesById[pb.unit] ?? String(pb.unit)) : (pb.unit ?? 'UNKNOWN');
+  const out: QuotaRuleMsg = { strategy: pb.strategy ?? '', unit, onStoreFailure: pb.on_store_failure ?? '' };
+  if (pb.requests_per_unit !== undefined && pb.requests_per_unit !== null) out.requestsPerUnit = pb.requests_per_unit;
+  if (pb.unit_multiplier !== undefined && pb.unit_multiplier !== 0) out.unitMultiplier = pb.unit_multiplier;
+  if (pb.burst !== undefined && pb.burst !== 0) out.burst = pb.burst;
+  return out;
+}
+
+function configToPb(msg: RateLimitConfigMsg, unitEnum: protobuf.Enum): PbConfig {
+  const pb: PbConfig = { name: msg.name, domain: msg.domain, descriptors: msg.descriptors.map((d) => descriptorToPb(d, unitEnum)) };
+  if (msg.quotaBuckets !== undefined && msg.quotaBuckets.length > 0) {
+    pb.quota_buckets = msg.quotaBuckets.map((b) => {
+      const e: PbQuotaBucketRule = { bucket_id: { ...b.bucketId }, bucket_id_cidr: { ...b.bucketIdCidr }, name: b.name };
+      if (b.quota !== undefined) e.quota = quotaToPb(b.quota, unitEnum);
+      return e;
+    });
+  }
+  if (msg.defaultQuota !== undefined) pb.default_quota = quotaToPb(msg.defaultQuota, unitEnum);
+  return pb;
+}
+
+function configFromPb(pb: PbConfig, unitEnum: protobuf.Enum): RateLimitConfigMsg {
+  const out: RateLimitConfigMsg = { name: pb.name ?? '', domain: pb.domain ?? '', descriptors: (pb.descriptors ?? []).map((d) => descriptorFromPb(d, unitEnum)) };
+  if (pb.quota_buckets !== undefined && pb.quota_buckets.length > 0) {
+    out.quotaBuckets = pb.quota_buckets.map((e) => {
+      const b: QuotaBucketRuleMsg = { bucketId: { ...(e.bucket_id ?? {}) }, bucketIdCidr: { ...(e.bucket_id_cidr ?? {}) }, name: e.name ?? '' };
+      if (e.quota !== undefined && e.quota !== null) b.quota = quotaFromPb(e.quota, unitEnum);
+      return b;
+    });
+  }
+  if (pb.default_quota !== undefined && pb.default_quota !== null) out.defaultQuota = quotaFromPb(pb.default_quota, unitEnum);
+  return out;
 }
 
 function descriptorToPb(d: RateLimitConfigDescriptorMsg, unitEnum: protobuf.Enum): PbDescriptor {
@@ -413,8 +497,7 @@ function descriptorFromPb(pb: PbDescriptor, unitEnum: protobuf.Enum): RateLimitC
 
 export function encodeRateLimitConfig(msg: RateLimitConfigMsg): Buffer {
   const t = load();
-  const pb: PbConfig = { name: msg.name, domain: msg.domain, descriptors: msg.descriptors.map((d) => descriptorToPb(d, t.unitEnum)) };
-  return Buffer.from(t.config.encode(t.config.fromObject(pb)).finish());
+  return Buffer.from(t.config.encode(t.config.fromObject(configToPb(msg, t.unitEnum))).finish());
 }
 
 /** Throws ProtoDecodeError when the bytes are not a valid RateLimitConfig. */
@@ -422,7 +505,7 @@ export function decodeRateLimitConfig(bytes: Uint8Array): RateLimitConfigMsg {
   const t = load();
   // Enums as numbers so values unknown to this schema survive as their number.
   const pb = decodeChecked(t.config, bytes, () => t.config.toObject(t.config.decode(bytes), { defaults: false, arrays: true, enums: Number }) as PbConfig);
-  return { name: pb.name ?? '', domain: pb.domain ?? '', descriptors: (pb.descriptors ?? []).map((d) => descriptorFromPb(d, t.unitEnum)) };
+  return configFromPb(pb, t.unitEnum);
 }
 
 /** A RateLimitConfig packed as google.protobuf.Any. */

@@ -10,7 +10,7 @@ import { bucketKey, type BucketEntryMsg } from '@rls/rls-proto';
 import { RuleFileError } from './rule-file.js';
 import { compileWildcard } from './wildcard.js';
 import type { YNode } from './yaml-document.js';
-import type { QuotaEntrySpec, QuotaSpec, ValuePatternSpec } from './quota-rules.js';
+import { lineNote, type QuotaEntrySpec, type QuotaSpec, type ValuePatternSpec } from './quota-rules.js';
 
 /** Tests one bucket id value. */
 export type ValueMatcher = (value: string) => boolean;
@@ -127,12 +127,12 @@ function valueMatcher(p: ValuePatternSpec, opts: QuotaMatcherOptions, where: str
       const ext = opts.extensions?.get(p.name);
       if (ext === undefined) {
         const known = [...(opts.extensions?.keys() ?? [])];
-        throw new RuleFileError(`${where}: unknown value matcher '${p.name}' (${known.length > 0 ? `installed: ${known.join(', ')}` : 'none installed'}) (line ${line})`);
+        throw new RuleFileError(`${where}: unknown value matcher '${p.name}' (${known.length > 0 ? `installed: ${known.join(', ')}` : 'none installed'})${lineNote(line)}`);
       }
       try {
         return ext(p.argument);
       } catch (err) {
-        throw new RuleFileError(`${where}: ${p.name}: ${err instanceof Error ? err.message : String(err)} (line ${p.argument.line})`);
+        throw new RuleFileError(`${where}: ${p.name}: ${err instanceof Error ? err.message : String(err)}${lineNote(p.argument.line)}`);
       }
     }
   }

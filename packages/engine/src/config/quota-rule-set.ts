@@ -7,7 +7,7 @@ import { RuleFileError } from './rule-file.js';
 import type { RuleSource } from './rule-file.js';
 import { parseYamlDocuments, YamlSyntaxError } from './yaml-document.js';
 import { QuotaMatcher, type QuotaMatcherOptions, type QuotaRule } from './quota-matcher.js';
-import { BUILTIN_DEFAULT_QUOTA, decodeQuotaDocument, patternKey, type QuotaDocumentSpec, type QuotaEntrySpec, type QuotaSpec } from './quota-rules.js';
+import { BUILTIN_DEFAULT_QUOTA, decodeQuotaDocument, lineNote, patternKey, type QuotaDocumentSpec, type QuotaEntrySpec, type QuotaSpec } from './quota-rules.js';
 
 export interface QuotaLoadOptions extends QuotaMatcherOptions {
   /** MERGE_DOMAIN_CONFIG: a domain's quota_buckets may come from several documents (at most one default_quota). */
@@ -125,7 +125,7 @@ export function buildQuotaRuleSet(docs: readonly QuotaDocumentSource[], opts: Qu
       throw err;
     }
     if (spec.defaultQuota !== undefined) {
-      if (g.def !== undefined) fail(`second default_quota for domain '${spec.domain}' (first in ${g.def.source}) (line ${spec.defaultLine})`);
+      if (g.def !== undefined) fail(`second default_quota for domain '${spec.domain}' (first in ${g.def.source})${lineNote(spec.defaultLine)}`);
       g.def = { quota: spec.defaultQuota, line: spec.defaultLine, source: name };
     }
     // Merged documents keep their entries' order; indices are renumbered so ties stay "written first".
@@ -133,8 +133,8 @@ export function buildQuotaRuleSet(docs: readonly QuotaDocumentSource[], opts: Qu
     for (const e of spec.entries) {
       const key = patternKey(e.bucketId);
       const first = g.patterns.get(key);
-      if (first !== undefined) fail(`quota_buckets[${e.index}]: bucket_id repeats an entry of ${first} (line ${e.line})`);
-      g.patterns.set(key, `${name} line ${e.line}`);
+      if (first !== undefined) fail(`quota_buckets[${e.index}]: bucket_id repeats an entry of ${first}${lineNote(e.line)}`);
+      g.patterns.set(key, e.line > 0 ? `${name} line ${e.line}` : name);
       g.entries.push({ ...e, index: offset + e.index });
     }
   }

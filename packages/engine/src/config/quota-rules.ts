@@ -103,13 +103,13 @@ export function decodeQuotaDocument(doc: YNode | null): QuotaDocumentSpec | unde
   if (domain === '') throw new RuleFileError('quota_buckets: the document needs a domain');
   let entries: QuotaEntrySpec[] = [];
   if (buckets !== undefined) {
-    if (buckets.kind !== 'seq') throw new RuleFileError(`quota_buckets must be a list of entries (line ${buckets.line})`);
+    if (buckets.kind !== 'seq') throw new RuleFileError(`quota_buckets must be a list of entries${lineNote(buckets.line)}`);
     entries = buckets.items.map((item, i) => entry(item, i));
     checkDuplicates(entries);
   }
   let defaultQuota: QuotaSpec | undefined;
   if (def !== undefined) {
-    if (def.kind !== 'map') throw new RuleFileError(`default_quota must be a map (line ${def.line})`);
+    if (def.kind !== 'map') throw new RuleFileError(`default_quota must be a map${lineNote(def.line)}`);
     defaultQuota = quota(def, 'default_quota');
   }
   return { domain, entries, defaultQuota, defaultLine: def?.line ?? 0 };
@@ -117,8 +117,8 @@ export function decodeQuotaDocument(doc: YNode | null): QuotaDocumentSpec | unde
 
 function entry(item: YNode, index: number): QuotaEntrySpec {
   const where = `quota_buckets[${index}]`;
-  if (item.kind !== 'map') throw new RuleFileError(`${where}: an entry must be a map with bucket_id and quota (line ${item.line})`);
-  const at = (problem: string, line = item.line): RuleFileError => new RuleFileError(`${where}: ${problem} (line ${line})`);
+  if (item.kind !== 'map') throw new RuleFileError(`${where}: an entry must be a map with bucket_id and quota${lineNote(item.line)}`);
+  const at = (problem: string, line = item.line): RuleFileError => new RuleFileError(`${where}: ${problem}${lineNote(line)}`);
   checkKeys(item, ENTRY_KEYS, where);
   const idNode = present(field(item, 'bucket_id'));
   if (idNode === undefined) throw at('missing bucket_id');
@@ -139,7 +139,7 @@ function entry(item: YNode, index: number): QuotaEntrySpec {
 
 function valuePattern(v: YNode, where: string): ValuePatternSpec {
   if (v.kind === 'scalar') {
-    if (v.type === 'null' || v.text === '') throw new RuleFileError(`${where}: a value must not be empty (use "*" for any value) (line ${v.line})`);
+    if (v.type === 'null' || v.text === '') throw new RuleFileError(`${where}: a value must not be empty (use "*" for any value)${lineNote(v.line)}`);
     if (v.text === '*') return { kind: 'any' };
     if (v.text.includes('*')) return { kind: 'wildcard', pattern: v.text };
     return { kind: 'exact', value: v.text };
@@ -148,12 +148,12 @@ function valuePattern(v: YNode, where: string): ValuePatternSpec {
     const p = v.pairs[0]!;
     if (p.key.kind === 'scalar' && p.key.text !== '') return { kind: 'extension', name: p.key.text, argument: p.value };
   }
-  throw new RuleFileError(`${where}: a value is a string, "*", or a one-key map naming a matcher such as { cidr: 10.0.0.0/8 } (line ${v.line})`);
+  throw new RuleFileError(`${where}: a value is a string, "*", or a one-key map naming a matcher such as { cidr: 10.0.0.0/8 }${lineNote(v.line)}`);
 }
 
 function quota(m: YMap, where: string): QuotaSpec {
   checkKeys(m, QUOTA_KEYS, where);
-  const at = (problem: string, line = m.line): RuleFileError => new RuleFileError(`${where}: ${problem} (line ${line})`);
+  const at = (problem: string, line = m.line): RuleFileError => new RuleFileError(`${where}: ${problem}${lineNote(line)}`);
   const strategyNode = present(field(m, 'strategy'));
   const strategyText = strategyNode === undefined ? 'token_bucket' : scalarText(strategyNode, where, 'strategy');
   const strategy = QUOTA_STRATEGIES.find((s) => s === strategyText);
@@ -190,6 +190,11 @@ function quota(m: YMap, where: string): QuotaSpec {
 
 // ---- helpers ------------------------------------------------------------------------------------
 
+/** ` (line N)`, or nothing for rules that did not come from a file (xDS resources: line 0). */
+export function lineNote(line: number | undefined): string {
+  return line === undefined || line <= 0 ? '' : ` (line ${line})`;
+}
+
 function field(m: YMap, name: string): YNode | undefined {
   for (const p of m.pairs) if (p.key.kind === 'scalar' && p.key.text === name) return p.value;
   return undefined;
@@ -202,20 +207,20 @@ function present(n: YNode | undefined): YNode | undefined {
 function checkKeys(m: YMap, allowed: ReadonlySet<string>, where: string): void {
   for (const { key } of m.pairs) {
     if (key.kind !== 'scalar' || !allowed.has(key.text)) {
-      throw new RuleFileError(`${where}: unknown key '${renderNode(key)}' (expected ${[...allowed].join(', ')}) (line ${key.line})`);
+      throw new RuleFileError(`${where}: unknown key '${renderNode(key)}' (expected ${[...allowed].join(', ')})${lineNote(key.line)}`);
     }
   }
 }
 
 function scalarText(n: YNode, where: string, name: string): string {
-  if (n.kind !== 'scalar') throw new RuleFileError(`${where}: ${name} must be a string (line ${n.line})`);
+  if (n.kind !== 'scalar') throw new RuleFileError(`${where}: ${name} must be a string${lineNote(n.line)}`);
   return n.text;
 }
 
 function integer(n: YNode, where: string, name: string, min: bigint, max: bigint): number {
   const s = n as YScalar;
   if (n.kind === 'scalar' && s.type === 'int' && typeof s.value === 'bigint' && s.value >= min && s.value <= max) return Number(s.value);
-  throw new RuleFileError(`${where}: ${name} must be an integer from ${min} to ${max}, got '${renderNode(n)}' (line ${n.line})`);
+  throw new RuleFileError(`${where}: ${name} must be an integer from ${min} to ${max}, got '${renderNode(n)}'${lineNote(n.line)}`);
 }
 
 /** `name=api,tenant=*` (keys sorted): the statistics name of an entry without `name:`. */
@@ -247,7 +252,7 @@ function checkDuplicates(entries: readonly QuotaEntrySpec[]): void {
     const key = patternKey(e.bucketId);
     const first = seen.get(key);
     if (first !== undefined) {
-      throw new RuleFileError(`quota_buckets[${e.index}]: bucket_id {${patternName(e.bucketId)}} repeats quota_buckets[${first.index}] of line ${first.line} (line ${e.line})`);
+      throw new RuleFileError(`quota_buckets[${e.index}]: bucket_id {${patternName(e.bucketId)}} repeats quota_buckets[${first.index}]${first.line > 0 ? ` of line ${first.line}` : ''}${lineNote(e.line)}`);
     }
     seen.set(key, e);
   }
