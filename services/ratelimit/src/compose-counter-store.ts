@@ -12,6 +12,7 @@ import { mcstoreTlsOptions } from './backends/memcached-settings.js';
 import { MEMCACHED_ALGORITHMS, MemcachedStore } from './backends/memcached-store.js';
 import { REDIS_ALGORITHMS, RedisStore, maskUrl, type RedisStoreOptions } from './backends/redis-store.js';
 import { RedisQuotaShareStore } from './backends/redis-quota-share.js';
+import type { KeyedCommandSender } from './backends/redis-commands.js';
 import { redisTlsOptions } from './backends/redis-tls.js';
 import { SentinelStore } from './backends/sentinel-store.js';
 import { PerSecondSplitStore } from './backends/split-store.js';
@@ -86,7 +87,9 @@ export function composeCounterStore(s: Settings, deps: ComposeStoreDeps): Compos
           random,
           logger: logger.child({ component: 'redis' }),
         });
-      return { store, ready, quotaShare: store instanceof RedisStore ? new RedisQuotaShareStore({ poolFor: () => store.pool }) : undefined };
+      // RLQS quota records go to the main store (the per-second split only moves 1-second counters).
+      const sender = quotaSenderOf(store instanceof PerSecondSplitStore ? store.main : store);
+      return { store, ready, quotaShare: sender === undefined ? undefined : new RedisQuotaShareStore({ sender }) };
     }
     case 'mcstore': {
       const store = new MemcachedStore({
@@ -109,6 +112,11 @@ export function composeCounterStore(s: Settings, deps: ComposeStoreDeps): Compos
       return { store, ready, quotaShare: undefined };
     }
   }
+}
+
+/** The Redis store (single, Sentinel or Cluster) that sends the RLQS quota scripts, routed by key. */
+function quotaSenderOf(store: CounterStore): KeyedCommandSender | undefined {
+  return store instanceof RedisStore || store instanceof SentinelStore || store instanceof ClusterStore ? store : undefined;
 }
 
 export interface KvstoreDeps {

@@ -11,7 +11,7 @@ import { SATURATED_COUNT, StoreError, saturate, type Algorithm, type CounterOp, 
 import { ConnectionPool } from './connection-pool.js';
 import { keySlot, parseClusterSlots, parseRedirect, SLOT_COUNT, type SlotRange } from './cluster-slots.js';
 import { ExpiryMemo } from './expiry-memo.js';
-import { anyExpireOnCreate, encodeCommand, expireCommands, ExpireReplies, IncrementPlan, IncrementPlanReplies, isIncrOverflow, opCommands, opResults, RawReplies } from './redis-commands.js';
+import { anyExpireOnCreate, encodeCommand, expireCommands, ExpireReplies, IncrementPlan, IncrementPlanReplies, isIncrOverflow, opCommands, opResults, RawReplies, type KeyedCommand, type KeyedCommandSender } from './redis-commands.js';
 import { maskUrl, parseRedisEndpoint, poolOptionsFrom, REDIS_ALGORITHMS, type RedisStoreOptions } from './redis-store.js';
 import { RespErrorReply, type RespReply } from './resp-parser.js';
 
@@ -39,7 +39,7 @@ const ASKING = encodeCommand(['ASKING']);
 const CLUSTER_SLOTS = encodeCommand(['CLUSTER', 'SLOTS']);
 const MAX_REDIRECTS = 5;
 
-export class ClusterStore implements CounterStore {
+export class ClusterStore implements CounterStore, KeyedCommandSender {
   readonly kind = 'redis';
   readonly algorithms: ReadonlySet<Algorithm> = REDIS_ALGORITHMS;
   private readonly pools = new Map<string, ConnectionPool>();
@@ -144,6 +144,12 @@ export class ClusterStore implements CounterStore {
       if (!Number.isInteger(n)) throw new StoreError(`redis error: ${r instanceof RespErrorReply ? r.message : JSON.stringify(r)} is not a counter`);
       return saturate(n);
     });
+  }
+
+  /** KeyedCommandSender: each command to its key's slot owner, all nodes at once, following MOVED/ASK. */
+  sendKeyed(commands: readonly KeyedCommand[]): Promise<RespReply[]> {
+    if (commands.length === 0) return Promise.resolve([]);
+    return this.run(commands.map((c) => ({ slot: keySlot(c.key), text: c.text })));
   }
 
   /** One `DEL` per key (a DEL cannot span slots), each to its key's master, all nodes at once. */

@@ -312,6 +312,15 @@ export class HandshakeReplies implements ReplyHandler {
   }
 }
 
+/**
+ * Redis stores that send raw commands routed by their key, one reply per command in order (error
+ * replies as values): single mode on its pool, Sentinel to the current master, Cluster to the key's
+ * slot owner following MOVED/ASK. The RLQS quota shares run their scripts through it.
+ */
+export interface KeyedCommandSender {
+  sendKeyed(commands: readonly KeyedCommand[]): Promise<RespReply[]>;
+}
+
 /** Hands every reply of `count` commands, in order, to `resolve` (error replies as values). */
 export class RawReplies implements ReplyHandler {
   deadline = 0;

@@ -4,7 +4,8 @@
 // exchange and reservation for a bucket is atomic. Each script touches one key, so Redis Cluster
 // routes it by that key; the scripts are called by hash (EVALSHA) and sent again with their body
 // when Redis answers NOSCRIPT (a flushed cache, a restart, a failover), as the counter store does.
-// The commands of one batch go out in one pipelined round trip per connection pool.
+// The commands of one batch go out in one pipelined round trip per node, through the counter store's
+// KeyedCommandSender (single, Sentinel or Cluster).
 import { createHash } from 'node:crypto';
 import {
   StoreError,
@@ -14,9 +15,7 @@ import {
   type ReserveBatch,
   type ShareTiming,
 } from '@rls/engine';
-import type { ConnectionPool } from './connection-pool.js';
-import { encodeCommand } from './redis-commands.js';
-import type { ReplyHandler } from './resp-connection.js';
+import { encodeCommand, type KeyedCommandSender } from './redis-commands.js';
 import { RespErrorReply, type RespReply } from './resp-parser.js';
 
 // Lua numbers are doubles: every value stays an integer below 2^53 (capacities are at most
@@ -125,10 +124,10 @@ const RESERVE_SHA = sha1(RESERVE_SCRIPT);
 
 export interface RedisQuotaShareOptions {
   /**
-   * The connection pool that serves `key`. Single mode: the store's one pool. Sentinel and
-   * Cluster stores route by key; each bucket is one key.
+   * Sends the scripts, each routed by its one key (a bucket's record): the Redis counter store the
+   * quotas share (single: its pool; Sentinel: the current master; Cluster: the key's slot owner).
    */
-  readonly poolFor: (key: string) => ConnectionPool;
+  readonly sender: KeyedCommandSender;
 }
 
 interface ScriptCall {
@@ -142,56 +141,19 @@ function encodeCall(c: ScriptCall, viaEval: boolean): string {
   return encodeCommand([viaEval ? 'EVAL' : 'EVALSHA', viaEval ? c.script : c.sha, '1', c.key, ...c.args]);
 }
 
-/** Collects one reply per call; NOSCRIPT replies are reported so the caller can resend with EVAL. */
-class ScriptReplies implements ReplyHandler {
-  deadline = 0;
-  private readonly replies: RespReply[] = [];
-  constructor(
-    private readonly expected: number,
-    private readonly done: (replies: RespReply[]) => void,
-    private readonly failed: (err: StoreError) => void,
-  ) {}
-  accept(reply: RespReply): boolean {
-    this.replies.push(reply);
-    if (this.replies.length < this.expected) return false;
-    this.done(this.replies);
-    return true;
-  }
-  fail(err: StoreError): void {
-    this.failed(err);
-  }
-}
-
 const isNoScript = (r: RespReply): boolean => r instanceof RespErrorReply && r.message.startsWith('NOSCRIPT');
 
-function sendCalls(pool: ConnectionPool, calls: readonly ScriptCall[], viaEval: boolean): Promise<RespReply[]> {
-  return new Promise((resolve, reject) => {
-    let text = '';
-    for (const c of calls) text += encodeCall(c, viaEval);
-    pool.send(text, new ScriptReplies(calls.length, resolve, reject));
+/** Runs every call by hash, resending the NOSCRIPT ones (a flushed cache, a new master or node) with their body once. */
+async function runCalls(sender: KeyedCommandSender, calls: readonly ScriptCall[]): Promise<RespReply[]> {
+  const out = await sender.sendKeyed(calls.map((c) => ({ key: c.key, text: encodeCall(c, false) })));
+  const missing: number[] = [];
+  out.forEach((r, i) => {
+    if (isNoScript(r)) missing.push(i);
   });
-}
-
-/** Runs every call (grouped by pool, one pipeline each), resending NOSCRIPT ones with EVAL once. */
-async function runCalls(poolFor: (key: string) => ConnectionPool, calls: readonly ScriptCall[]): Promise<RespReply[]> {
-  const groups = new Map<ConnectionPool, number[]>();
-  calls.forEach((c, i) => {
-    const p = poolFor(c.key);
-    const g = groups.get(p);
-    if (g === undefined) groups.set(p, [i]);
-    else g.push(i);
-  });
-  const out = new Array<RespReply>(calls.length);
-  await Promise.all(
-    [...groups].map(async ([pool, idx]) => {
-      const replies = await sendCalls(pool, idx.map((i) => calls[i]!), false);
-      const missing = idx.filter((_, j) => isNoScript(replies[j]!));
-      idx.forEach((i, j) => (out[i] = replies[j]!));
-      if (missing.length === 0) return;
-      const again = await sendCalls(pool, missing.map((i) => calls[i]!), true);
-      missing.forEach((i, j) => (out[i] = again[j]!));
-    }),
-  );
+  if (missing.length > 0) {
+    const again = await sender.sendKeyed(missing.map((i) => ({ key: calls[i]!.key, text: encodeCall(calls[i]!, true) })));
+    missing.forEach((i, j) => (out[i] = again[j]!));
+  }
   for (const r of out) if (r instanceof RespErrorReply) throw new StoreError(`redis error: ${r.message}`);
   return out;
 }
@@ -238,7 +200,7 @@ export class RedisQuotaShareStore implements QuotaShareStore {
       sha: EXCHANGE_SHA,
       args: [...head, ...b.updates.flatMap((u) => [u.instance, int(u.demand)])],
     }));
-    const replies = await runCalls(this.opts.poolFor, calls);
+    const replies = await runCalls(this.opts.sender, calls);
     return replies.map(parseExchange);
   }
 
@@ -251,20 +213,17 @@ export class RedisQuotaShareStore implements QuotaShareStore {
       sha: RESERVE_SHA,
       args: [...head, int(b.capacity), ...b.requests.flatMap((r) => [r.instance, int(r.want)])],
     }));
-    const replies = await runCalls(this.opts.poolFor, calls);
+    const replies = await runCalls(this.opts.sender, calls);
     return replies.map((r, i) => parseReserve(r, batch[i]!.requests.length));
   }
 
   async release(bucket: string, instances: readonly string[]): Promise<void> {
     if (instances.length === 0) return;
-    const pool = this.opts.poolFor(bucket);
-    const [reply] = await new Promise<RespReply[]>((resolve, reject) =>
-      pool.send(encodeCommand(['HDEL', bucket, ...instances]), new ScriptReplies(1, resolve, reject)),
-    );
+    const [reply] = await this.opts.sender.sendKeyed([{ key: bucket, text: encodeCommand(['HDEL', bucket, ...instances]) }]);
     if (reply instanceof RespErrorReply) throw new StoreError(`redis error: ${reply.message}`);
   }
 
-  /** The pools belong to the counter store that lent them; it closes them. */
+  /** The connections belong to the counter store that sends for it; it closes them. */
   close(): Promise<void> {
     return Promise.resolve();
   }

@@ -23,8 +23,11 @@ import {
   MgetReply,
   RawReplies,
   type HandshakeCommand,
+  type KeyedCommand,
+  type KeyedCommandSender,
 } from './redis-commands.js';
 import type { RespEndpoint } from './resp-connection.js';
+import type { RespReply } from './resp-parser.js';
 
 export type { StoreLogger } from './connection-pool.js';
 
@@ -122,6 +125,14 @@ export function poolOptionsFrom(opts: Omit<RedisStoreOptions, 'url' | 'socketTyp
     reconnectMaxMs: opts.reconnectMaxMs,
     random: opts.random,
   } satisfies ConstructorParameters<typeof ConnectionPool>[0];
+}
+
+/** `commands` in one pipeline on `pool`. */
+export function sendKeyedVia(pool: ConnectionPool, commands: readonly KeyedCommand[]): Promise<RespReply[]> {
+  if (commands.length === 0) return Promise.resolve([]);
+  let text = '';
+  for (const c of commands) text += c.text;
+  return new Promise((resolve, reject) => pool.send(text, new RawReplies(commands.length, resolve, reject)));
 }
 
 /**
@@ -236,7 +247,7 @@ function retryWithEval(pool: ConnectionPool, ops: readonly CounterOp[], out: OpR
   });
 }
 
-export class RedisStore implements CounterStore {
+export class RedisStore implements CounterStore, KeyedCommandSender {
   readonly kind = 'redis';
   readonly algorithms: ReadonlySet<Algorithm> = REDIS_ALGORITHMS;
   readonly pool: ConnectionPool;
@@ -263,6 +274,11 @@ export class RedisStore implements CounterStore {
 
   delete(keys: readonly string[]): Promise<void> {
     return deleteVia(this.pool, keys);
+  }
+
+  /** KeyedCommandSender: one pipeline on the pool. */
+  sendKeyed(commands: readonly KeyedCommand[]): Promise<RespReply[]> {
+    return sendKeyedVia(this.pool, commands);
   }
 
   isConnected(): boolean {

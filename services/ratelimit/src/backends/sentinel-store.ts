@@ -14,8 +14,8 @@
 import { StoreError, mathRandom, type Algorithm, type CounterOp, type CounterStore, type OpResult } from '@rls/engine';
 import type { Secret } from '@rls/settings';
 import { ConnectionPool } from './connection-pool.js';
-import { authHandshake, deleteVia, executeVia, getVia, incrementVia, parseRedisEndpoint, poolOptionsFrom, REDIS_ALGORITHMS, type RedisStoreOptions } from './redis-store.js';
-import { encodeCommand, encodeHandshake, HandshakeReplies, RawReplies, type HandshakeCommand } from './redis-commands.js';
+import { authHandshake, deleteVia, executeVia, getVia, incrementVia, parseRedisEndpoint, poolOptionsFrom, REDIS_ALGORITHMS, sendKeyedVia, type RedisStoreOptions } from './redis-store.js';
+import { encodeCommand, encodeHandshake, HandshakeReplies, RawReplies, type HandshakeCommand, type KeyedCommand, type KeyedCommandSender } from './redis-commands.js';
 import { ExpiryMemo } from './expiry-memo.js';
 import { RespConnection, type ReplyHandler, type RespEndpoint } from './resp-connection.js';
 import { RespErrorReply, type RespReply } from './resp-parser.js';
@@ -57,7 +57,7 @@ class SubscriptionHandler implements ReplyHandler {
   }
 }
 
-export class SentinelStore implements CounterStore {
+export class SentinelStore implements CounterStore, KeyedCommandSender {
   readonly kind = 'redis';
   readonly algorithms: ReadonlySet<Algorithm> = REDIS_ALGORITHMS;
   readonly masterName: string;
@@ -157,6 +157,14 @@ export class SentinelStore implements CounterStore {
     const pool = this.pool;
     if (pool !== undefined) return deleteVia(pool, keys);
     return this.waitForMaster(this.opts.timeoutMs).then((p) => deleteVia(p, keys));
+  }
+
+  /** KeyedCommandSender: one pipeline to the current master (a master that took over serves every key). */
+  sendKeyed(commands: readonly KeyedCommand[]): Promise<RespReply[]> {
+    if (commands.length === 0) return Promise.resolve([]);
+    const pool = this.pool;
+    if (pool !== undefined) return sendKeyedVia(pool, commands);
+    return this.waitForMaster(this.opts.timeoutMs).then((p) => sendKeyedVia(p, commands));
   }
 
   isConnected(): boolean {

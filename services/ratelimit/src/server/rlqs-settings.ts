@@ -18,7 +18,7 @@ export const RLQS_SETTING_DEFS = {
     name: 'RLQS_ENABLED',
     default: 'false',
     meaning:
-      'Serve envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas on the gRPC port (long-lived per-client state, so opt-in). Off: the method answers UNIMPLEMENTED. Needs BACKEND_TYPE=memory (one process) or redis with KVSTORE_TYPE=single and no KVSTORE_PERSECOND (quotas shared by replicas).',
+      'Serve envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas on the gRPC port (long-lived per-client state, so opt-in). Off: the method answers UNIMPLEMENTED. Needs BACKEND_TYPE=memory (one process) or redis (single, sentinel or cluster: quotas shared by replicas); refused on memcached.',
     parse: (raw) => (raw === '' ? false : parseBool(raw)),
   }),
   rlqsMaxStreams: def({ name: 'RLQS_MAX_STREAMS', default: '10000', meaning: 'RLQS streams open on this process; more are refused with RESOURCE_EXHAUSTED. 1–1000000.', parse: (raw) => parseInteger(raw, 1, 1_000_000) }),
@@ -155,14 +155,11 @@ export function rlqsServiceTuningOf(s: RlqsSettingsView): Omit<RlqsServiceOption
   };
 }
 
-/** RLQS needs a store its replicas can share quotas through: memory (one process) or Redis single. */
-export function checkRlqsSettings(
-  s: { readonly rlqsEnabled: boolean; readonly backendType: string; readonly kvstoreType: string; readonly kvstorePersecond: boolean },
-  fail: (message: string) => void,
-): void {
+/**
+ * RLQS needs a store its replicas can share quotas through: memory (one process) or Redis (single,
+ * Sentinel or Cluster; with the per-second split the quota records live in the main store).
+ */
+export function checkRlqsSettings(s: { readonly rlqsEnabled: boolean; readonly backendType: string }, fail: (message: string) => void): void {
   if (!s.rlqsEnabled) return;
-  if (s.backendType === 'mcstore') fail('RLQS_ENABLED: quotas are shared through the counter store, and memcached cannot hold them; use BACKEND_TYPE=redis (KVSTORE_TYPE=single) or memory');
-  else if (s.backendType === 'redis' && (s.kvstoreType !== 'single' || s.kvstorePersecond)) {
-    fail(`RLQS_ENABLED: quotas are shared through Redis single only so far (KVSTORE_TYPE=${s.kvstoreType}${s.kvstorePersecond ? ', KVSTORE_PERSECOND=true' : ''} is not supported yet)`);
-  }
+  if (s.backendType === 'mcstore') fail('RLQS_ENABLED: quotas are shared through the counter store, and memcached cannot hold them; use BACKEND_TYPE=redis or memory');
 }

@@ -47,7 +47,7 @@ async function setup(clock: FakeClock, tuning: Partial<QuotaBalancerOptions> = {
       ...DEFAULT_BALANCER_TUNING,
       replicaId: id,
       clock,
-      store: new RedisQuotaShareStore({ poolFor: () => counters.pool }),
+      store: new RedisQuotaShareStore({ sender: counters }),
       rules: () => RULES,
       stats: new StatsStore(),
       keyPrefix: 't:',
@@ -60,7 +60,7 @@ async function setup(clock: FakeClock, tuning: Partial<QuotaBalancerOptions> = {
   };
   const replicas = [await makeReplica('r0', 0), await makeReplica('r1', 500)];
   const fleet = new RlqsFleet(clock, replicas, API);
-  const shareStore = new RedisQuotaShareStore({ poolFor: () => pools[0]!.pool });
+  const shareStore = new RedisQuotaShareStore({ sender: pools[0]! });
   const grantsTotal = async (): Promise<number> => {
     const [live] = await shareStore.exchange([{ bucket: quotaShareKey('t:', 'edge', bucketKey(API)), updates: [] }], { nowMs: clock.now(), entryTtlMs: 60_000 });
     return live!.reduce((n, e) => n + e.grant, 0) / 1_000_000;

@@ -19,7 +19,7 @@ after(async () => {
 async function replica(): Promise<{ share: RedisQuotaShareStore; counters: RedisStore }> {
   const counters = new RedisStore({ url: redis.url, socketType: 'tcp', poolSize: 2, timeoutMs: 2_000 });
   await counters.waitUntilConnected(5_000);
-  return { share: new RedisQuotaShareStore({ poolFor: () => counters.pool }), counters };
+  return { share: new RedisQuotaShareStore({ sender: counters }), counters };
 }
 
 runQuotaShareContract(
