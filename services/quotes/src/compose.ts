@@ -10,12 +10,12 @@ import { systemClock, type Clock } from './clock.js';
 import { ExchangeFx } from './market/exchange-fx.js';
 import type { ExchangeMarket } from './market/exchange-market.js';
 import { LayeredFx } from './market/layered-fx.js';
-import { ecbFx, exchangeMarket, ptaxFx, upstreams, type SourceOptions } from './market/market-sources.js';
+import { ecbFx, exchangeMarket, ptaxFx, upstreams, type SourceOptions } from './market-sources.js';
 import { UpstreamCounters } from './market/retry.js';
 import { SimulatedFx } from './market/simulated-fx.js';
 import { SimulatedMarket } from './market/simulated-market.js';
 import { fileSupply, PaprikaSupply, type SupplySource } from './market/supply-source.js';
-import type { FxSource, MarketSource } from './market/types.js';
+import type { FxSource, MarketSource } from './domain/market.js';
 import { QuotesMetrics } from './observability/quotes-metrics.js';
 import type { QuotesTracing } from './observability/tracing.js';
 import { packageRoot } from './package-root.js';
@@ -27,7 +27,7 @@ import { parseDatabaseUrl, redactDatabaseUrl } from './store/database-url.js';
 import { MemoryStore } from './store/memory-store.js';
 import { openPostgresStore } from './store/postgres-store.js';
 import { openSqliteStore } from './store/sqlite-store.js';
-import type { Store } from './store/types.js';
+import type { Store } from './domain/repositories.js';
 
 /*
  * The composition root of the quotes service: the one module that picks implementations from

@@ -4,7 +4,7 @@ import { setImmediate as turn } from 'node:timers/promises';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { waitFor } from '@rls/testkit';
-import type { MarketSource, Ticker } from '../../src/market/types.js';
+import type { MarketSource, Ticker } from '../../src/domain/market.js';
 import { QUOTE_CURRENCIES } from '../../src/market/currencies.js';
 import { makeTestApp, plansWith, type CryptoJson, type TestApp } from '../support/helpers.js';
 import { portOf, SseClient } from '../support/sse-client.js';

@@ -10,11 +10,11 @@ import type { RateLimitGate } from '../../src/ratelimit/rate-limit-gate.js';
 import { createLogging } from '../../src/logger.js';
 import { SimulatedFx } from '../../src/market/simulated-fx.js';
 import { SimulatedMarket } from '../../src/market/simulated-market.js';
-import type { FxSource, MarketSource } from '../../src/market/types.js';
+import type { FxSource, MarketSource } from '../../src/domain/market.js';
 import { packageRoot } from '../../src/package-root.js';
 import { loadSettings } from '../../src/settings.js';
 import { openSqliteStore } from '../../src/store/sqlite-store.js';
-import type { Store } from '../../src/store/types.js';
+import type { Store } from '../../src/domain/repositories.js';
 
 /** 15 March 2026, 12:34:56 UTC: mid-month, mid-day, not on a bucket boundary. */
 export const T0 = Date.UTC(2026, 2, 15, 12, 34, 56);
