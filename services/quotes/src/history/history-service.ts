@@ -48,7 +48,7 @@ const BASE_SECONDS: Readonly<Partial<Record<BaseInterval, number>>> = Object.fre
 
 /*
  * Other APIs (the CoinGecko-compatible charts, sparklines) read history through PricedHistory
- * (priced-history.ts; built in app.ts as `app.quotes.pricedHistory`): an explicit window
+ * (priced-history.ts; built in compose.ts as the `pricedHistory` service): an explicit window
  * `{ fromMs, toMs, interval }`, a currency, the same budget and chunking as /api/v2/crypto.
  */
 
