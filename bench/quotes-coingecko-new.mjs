@@ -5,8 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildApp } from '../services/quotes/src/app.ts';
-import { createDeps } from '../services/quotes/src/compose.ts';
+import { composeApp, createDeps } from '../services/quotes/src/compose.ts';
 import { createLogging } from '../services/quotes/src/logger.ts';
 import { loadSettings } from '../services/quotes/src/settings.ts';
 
@@ -14,8 +13,8 @@ const dir = mkdtempSync(join(tmpdir(), 'endpoints-bench-'));
 const settings = loadSettings({ MARKET_SOURCE: 'simulated', QUOTES_DATA_DIR: dir, QUOTES_LOG_LEVEL: 'warn', RATELIMIT_ENABLED: 'false' });
 const deps = createDeps(settings, createLogging('warn'));
 await deps.store.migrate();
-const app = await buildApp(settings, deps);
-const { token } = await app.quotes.accounts.createToken('bench', 'pro');
+const { app, services } = await composeApp(settings, deps);
+const { token } = await services.accounts.createToken('bench', 'pro');
 const today = new Date(Date.now() - 86_400_000);
 const dmy = `${String(today.getUTCDate()).padStart(2, '0')}-${String(today.getUTCMonth() + 1).padStart(2, '0')}-${today.getUTCFullYear()}`;
 const now = Math.floor(Date.now() / 1000);
@@ -33,7 +32,7 @@ const calls = [
 const mb = (b) => (b / 1024 / 1024).toFixed(0);
 for (const [name, url] of calls) {
   const headers = { 'x-cg-pro-api-key': token, authorization: `Bearer ${token}` };
-  await app.quotes.snapshots.refreshNow();
+  await services.snapshots.refreshNow();
   let t = performance.now();
   const first = await app.inject({ url, headers });
   const cold = performance.now() - t;

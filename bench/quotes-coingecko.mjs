@@ -9,7 +9,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeClock } from '../packages/testkit/src/clock.js';
-import { buildApp } from '../services/quotes/src/app.js';
+import { composeApp } from '../services/quotes/src/compose.js';
 import { defaultPlansFile, loadPlans } from '../services/quotes/src/accounts/plans.js';
 import { createLogger } from '../services/quotes/src/logger.js';
 import { SimulatedFx } from '../services/quotes/src/market/simulated-fx.js';
@@ -25,7 +25,7 @@ const store = openSqliteStore(join(dir, 'q.sqlite'));
 await store.migrate();
 const plans = loadPlans(defaultPlansFile(packageRoot()));
 const settings = loadSettings({ QUOTES_DATA_DIR: dir, QUOTES_LOG_LEVEL: 'warn' });
-const app = await buildApp(settings, {
+const { app, services } = await composeApp(settings, {
   store,
   market: new SimulatedMarket({ seed: 42, clock }),
   fx: new SimulatedFx({ seed: 42, clock }),
@@ -34,7 +34,7 @@ const app = await buildApp(settings, {
   logger: createLogger('warn'),
   random: randomBytes,
 });
-const { token } = await app.quotes.accounts.createToken('bench', 'pro');
+const { token } = await services.accounts.createToken('bench', 'pro');
 const url = '/api/v3/coins/markets?vs_currency=brl&per_page=100&sparkline=true';
 let bytes = 0;
 const one = async () => {

@@ -5,8 +5,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildApp } from '../services/quotes/src/app.ts';
-import { createDeps } from '../services/quotes/src/compose.ts';
+import { composeApp, createDeps } from '../services/quotes/src/compose.ts';
 import { createLogging, defaultLogDestination } from '../services/quotes/src/logger.ts';
 import { loadSettings } from '../services/quotes/src/settings.ts';
 
@@ -25,13 +24,13 @@ async function measure(level, rateLimit) {
   const logging = createLogging(level, defaultLogDestination('/dev/null'));
   const deps = createDeps(settings, logging);
   await deps.store.migrate();
-  const app = await buildApp(settings, deps);
-  const { token } = await app.quotes.accounts.createToken('bench', 'pro');
+  const { app, services, fastPath } = await composeApp(settings, deps);
+  const { token } = await services.accounts.createToken('bench', 'pro');
   await app.listen({ host: '127.0.0.1', port: 0 });
   const port = app.server.address().port;
   const url = '/api/v2/crypto?coin=BTC,ETH,SOL';
   await (await fetch(`http://127.0.0.1:${port}${url}`, { headers: { authorization: `Bearer ${token}` } })).text();
-  const fast = app.quotes.fastPath;
+  const fast = fastPath;
   const req = { method: 'GET', url, headers: { host: `127.0.0.1:${port}`, authorization: `Bearer ${token}` }, socket: { remoteAddress: '127.0.0.1', encrypted: false } };
   const res = { writeHead: () => res, end: () => undefined, headersSent: false, req, statusCode: 200 };
   const rounds = [];

@@ -7,7 +7,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeClock } from '../packages/testkit/src/clock.js';
-import { buildApp } from '../services/quotes/src/app.js';
+import { composeApp } from '../services/quotes/src/compose.js';
 import { defaultPlansFile, loadPlans } from '../services/quotes/src/accounts/plans.js';
 import { createLogger } from '../services/quotes/src/logger.js';
 import { SimulatedFx } from '../services/quotes/src/market/simulated-fx.js';
@@ -21,7 +21,7 @@ const clock = new FakeClock(Date.now());
 const store = openSqliteStore(join(dir, 'q.sqlite'));
 await store.migrate();
 const settings = loadSettings({ QUOTES_DATA_DIR: dir, QUOTES_LOG_LEVEL: 'warn' });
-const app = await buildApp(settings, {
+const { app, services } = await composeApp(settings, {
   store,
   market: new SimulatedMarket({ seed: 42, clock }),
   fx: new SimulatedFx({ seed: 42, clock }),
@@ -30,7 +30,7 @@ const app = await buildApp(settings, {
   logger: createLogger('warn'),
   random: randomBytes,
 });
-const { token } = await app.quotes.accounts.createToken('bench', 'pro');
+const { token } = await services.accounts.createToken('bench', 'pro');
 const url = '/api/v2/crypto?coin=BTC,ETH,SOL,XRP,BNB,ADA,DOGE,TRX,LINK,AVAX&range=1y&interval=1d&currency=BRL';
 const one = async () => {
   const t0 = performance.now();
@@ -53,7 +53,7 @@ console.log(`history 1y/1d x10 coins, response-cache miss (new snapshot every re
 console.log(`history 1y/1d x10 coins, repeated: p50 ${pct(hit, 50).toFixed(2)} ms  p95 ${pct(hit, 95).toFixed(2)} ms (the whole answer kept for the snapshot, QUOTES_HISTORY_ANSWER_CACHE_BYTES)`);
 // The series cache (QUOTES_HISTORY_CACHE_BYTES): 1y of 1h for the same 10 coins on top, then its bytes.
 await app.inject({ url: url.replace('interval=1d', 'interval=1h').replace('coin=BTC,ETH,SOL,XRP,BNB,ADA,DOGE,TRX,LINK,AVAX', 'coin=BTC,ETH'), headers: { authorization: `Bearer ${token}` } });
-const cache = app.quotes.history.cache;
+const cache = services.history.cache;
 console.log(`series cache: ${cache.size} blocks, ${(cache.bytes / 1024).toFixed(0)} KiB held of ${(cache.maxBytes / 1048576).toFixed(0)} MiB (hits ${cache.hits}, misses ${cache.misses}); RSS ${(process.memoryUsage().rss / 1048576).toFixed(0)} MB`);
 await app.close();
 await store.close();

@@ -13,8 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify from 'fastify';
 import pino from 'pino';
-import { buildApp } from '../services/quotes/src/app.ts';
-import { createDeps } from '../services/quotes/src/compose.ts';
+import { composeApp, createDeps } from '../services/quotes/src/compose.ts';
 import { createLogging, defaultLogDestination } from '../services/quotes/src/logger.ts';
 import { loadSettings } from '../services/quotes/src/settings.ts';
 
@@ -49,10 +48,10 @@ if (mode === 'plain') {
   const logging = createLogging(level, process.env.BENCH_LOG_SYNC === 'false' ? pino.destination({ dest: logFile, sync: false, minLength: Number(process.env.BENCH_LOG_MINLEN ?? 0) }) : defaultLogDestination(logFile));
   const deps = createDeps(settings, logging);
   await deps.store.migrate();
-  const app = await buildApp(settings, deps);
+  const { app, services, fastPath } = await composeApp(settings, deps);
   // QUOTES_METRICS_PORT set: the request hook of the metrics as main.ts installs it (the listener itself is not started).
-  deps.metrics?.instrument(app, { services: app.quotes, clock: deps.clock, ingesting: () => true });
-  const { token } = await app.quotes.accounts.createToken('bench', 'pro');
+  deps.metrics?.instrument(app, { services: { ...services, fastPath }, clock: deps.clock, ingesting: () => true });
+  const { token } = await services.accounts.createToken('bench', 'pro');
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();
   console.log(JSON.stringify({ port: typeof addr === 'object' && addr !== null ? addr.port : 0, token }));

@@ -4,8 +4,7 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildApp } from '../services/quotes/src/app.ts';
-import { createDeps } from '../services/quotes/src/compose.ts';
+import { composeApp, createDeps } from '../services/quotes/src/compose.ts';
 import { createLogging } from '../services/quotes/src/logger.ts';
 import { loadSettings } from '../services/quotes/src/settings.ts';
 
@@ -37,9 +36,9 @@ deps.market = {
   },
 };
 await deps.store.migrate();
-const app = await buildApp(settings, deps);
+const { app, services } = await composeApp(settings, deps);
 const tokens = [];
-for (let i = 0; i < Number(process.env.TOKENS ?? '1'); i++) tokens.push((await app.quotes.accounts.createToken(`bench-${i}`, 'pro')).token);
+for (let i = 0; i < Number(process.env.TOKENS ?? '1'); i++) tokens.push((await services.accounts.createToken(`bench-${i}`, 'pro')).token);
 await app.listen({ host: '127.0.0.1', port: 0 });
 const addr = app.server.address();
 console.log(JSON.stringify({ port: typeof addr === 'object' && addr !== null ? addr.port : 0, tokens }));

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { PinoPretty } from 'pino-pretty';
-import { CG_KEY_HEADERS, maskCredentials } from './api/credentials.js';
+import { CG_KEY_HEADERS, maskCredentials } from './http/credentials.js';
 
 export interface LoggedRequest {
   method?: string | undefined;

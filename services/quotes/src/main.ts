@@ -1,8 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { buildApp } from './app.js';
 import { replicaConfigProblems } from './cluster/replica-config.js';
-import { createDeps } from './compose.js';
+import { composeApp, createDeps, type QuotesServices } from './compose.js';
 import { createLogging, logDestination, type Logging } from './logger.js';
 import { startMetricsServer, type MetricsServer } from './observability/metrics-server.js';
 import type { QuotesTracing } from './observability/tracing.js';
@@ -13,6 +12,8 @@ export const EXIT_LEASE_LOST = 75;
 
 export interface RunningServer {
   app: FastifyInstance;
+  /** The app's services (compose.ts), for operations beside the HTTP API. */
+  services: QuotesServices;
   /** e.g. http://127.0.0.1:3000 (loopback shown when listening on all addresses). */
   url: string;
   stop: () => Promise<void>;
@@ -33,12 +34,12 @@ export async function startServer(settings: Readonly<Settings>, logging: Logging
   const applied = await deps.store.migrate();
   if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
   // Traced, every request goes through fastify (the cached-quote fast path bypasses its hooks).
-  const app = await buildApp(tracing === undefined ? settings : Object.freeze({ ...settings, fastPath: false }), deps);
+  const { app, services, fastPath } = await composeApp(tracing === undefined ? settings : Object.freeze({ ...settings, fastPath: false }), deps);
   tracing?.instrument(app);
   let metricsServer: MetricsServer | undefined;
   if (deps.metrics !== undefined) {
     const replication = deps.replication;
-    deps.metrics.instrument(app, { services: app.quotes, clock: deps.clock, ingesting: () => replication?.mayIngest() ?? true });
+    deps.metrics.instrument(app, { services: { ...services, fastPath }, clock: deps.clock, ingesting: () => replication?.mayIngest() ?? true });
     try {
       metricsServer = await startMetricsServer({ host: settings.metricsHost, port: settings.metricsPort, maxConnections: settings.metricsMaxConnections }, deps.metrics, logger.child({ component: 'metrics' }));
     } catch (err) {
@@ -73,7 +74,7 @@ export async function startServer(settings: Readonly<Settings>, logging: Logging
     setTimeout(exit, Math.min(500, settings.leaderLeaseMs / 10)).unref();
     stop().then(exit, exit);
   });
-  return { app, url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, stop, metricsUrl: metricsServer === undefined ? undefined : `http://${metricsServer.address.family === 'IPv6' ? `[${metricsServer.address.address}]` : metricsServer.address.address}:${metricsServer.address.port}/metrics` };
+  return { app, services, url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, stop, metricsUrl: metricsServer === undefined ? undefined : `http://${metricsServer.address.family === 'IPv6' ? `[${metricsServer.address.address}]` : metricsServer.address.address}:${metricsServer.address.port}/metrics` };
 }
 
 /** OpenTelemetry when TRACING_ENABLED=true, loaded only then (observability/tracing.ts). */

@@ -19,8 +19,8 @@ import {
   type Env,
   type ValuesOf,
 } from '@rls/settings';
-import { isBaseInterval, type BaseInterval } from './history/intervals.js';
-import { HISTORY_SETTING_DEFS } from './history/history-settings.js';
+import { isBaseInterval } from './domain/intervals.js';
+import { HISTORY_SETTING_DEFS, type BackfillWindow } from './history/history-settings.js';
 import { COINGECKO_SETTING_DEFS } from './coingecko/coingecko-settings.js';
 import { STREAM_SETTING_DEFS } from './stream/stream-settings.js';
 import { METRICS_SETTING_DEFS } from './observability/metrics-settings.js';
@@ -33,11 +33,6 @@ export { SettingsError } from '@rls/settings';
 export type MarketSourceKind = 'simulated' | 'exchange';
 export type FxSourceKind = 'simulated' | 'ptax' | 'ecb' | 'exchange';
 const FX_KINDS: readonly FxSourceKind[] = ['simulated', 'ptax', 'ecb', 'exchange'];
-export interface BackfillWindow {
-  base: BaseInterval;
-  /** Days back from now; null = from the first candle the exchange has. */
-  days: number | null;
-}
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 

@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.js';
-import { TOKEN_BATCH, type TokenRecord, type TokenRepository, type UsageRepository } from '../store/types.js';
+import { TOKEN_BATCH, type TokenRecord, type TokenRepository, type UsageRepository } from '../domain/repositories.js';
 import type { Plan, PlanCatalog } from './plans.js';
 import { displayPrefix, generateToken, hashToken, newTokenId, sameHash, type RandomBytes } from './tokens.js';
 import { monthKey } from './usage-month.js';

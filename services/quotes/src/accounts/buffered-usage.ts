@@ -1,4 +1,4 @@
-import type { UsageRepository } from '../store/types.js';
+import type { UsageRepository } from '../domain/repositories.js';
 import { PairKeys } from './pair-keys.js';
 
 /** What the monthly quota needs from a counter. */

@@ -1,4 +1,4 @@
-import type { DailyUsageRepository, DailyUsageRow } from '../store/dashboard-types.js';
+import type { DailyUsageRepository, DailyUsageRow } from '../domain/dashboard-repositories.js';
 import { PairKeys } from './pair-keys.js';
 
 /** `YYYY-MM-DD` of the UTC day holding `ms`. */

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { isInterval, isRange, type Interval, type Range } from '../history/intervals.js';
+import { isInterval, isRange, type Interval, type Range } from '../domain/intervals.js';
 import type { HistoryPolicy } from '../history/range-rules.js';
 
 export interface Plan extends HistoryPolicy {

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { QuotesError } from '../errors.js';
-import type { DailyUsageRow, SessionRepository, UserRecord, UserRepository } from '../store/dashboard-types.js';
-import type { TokenRecord, UsageRepository } from '../store/types.js';
+import type { DailyUsageRow, SessionRepository, UserRecord, UserRepository } from '../domain/dashboard-repositories.js';
+import type { TokenRecord, UsageRepository } from '../domain/repositories.js';
 import type { AccountService } from './account-service.js';
 import type { UsageCounter } from './buffered-usage.js';
 import { dayKey, type DailyUsage } from './daily-usage.js';

@@ -4,7 +4,7 @@ import type { Account, AccountService } from '../accounts/account-service.js';
 import type { RequestLimiter } from '../accounts/request-limiter.js';
 import { QuotesError } from '../errors.js';
 import { admitAll } from './admission.js';
-import { TOKEN_PARAM } from './credentials.js';
+import { TOKEN_PARAM } from '../http/credentials.js';
 import { queryValue, type RawQuery } from './crypto-query.js';
 import './request-context.js';
 
@@ -12,7 +12,7 @@ const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
 /**
  * The token of a request: `Authorization: Bearer` first, then the `token` query parameter (as
- * the query parser decodes names; the access log masks by the same names, api/credentials.ts).
+ * the query parser decodes names; the access log masks by the same names, http/credentials.ts).
  */
 export function tokenOf(headers: IncomingHttpHeaders, query: RawQuery): string | undefined {
   const h = headers.authorization;

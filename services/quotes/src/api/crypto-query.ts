@@ -5,8 +5,9 @@ import type { CoinCatalog } from '../market/coin-catalog.js';
 import { CURRENCIES, DEFAULT_CURRENCY, isQuoteCurrency } from '../market/currencies.js';
 import type { CryptoRequest } from '../service/quote-service.js';
 import type { Origin } from '../origin.js';
+import type { RawQuery } from '../http/query-string.js';
 
-export type RawQuery = Record<string, string | string[] | undefined>;
+export type { RawQuery };
 
 export interface ParsedCryptoQuery {
   coins: string[];

@@ -1,4 +1,4 @@
-/** OpenAPI paths of brapi's currency endpoints (api/currency-routes.ts), merged into api/openapi.ts. */
+/** OpenAPI paths of brapi's currency endpoints (api/currency-routes.ts), merged into openapi.ts. */
 export function currencyPaths(): Record<string, unknown> {
   const str = { type: 'string' };
   const tokenParam = { name: 'token', in: 'query', required: false, schema: str, description: 'Access token, when the Authorization header cannot be used' };

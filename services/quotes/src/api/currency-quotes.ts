@@ -1,8 +1,8 @@
 import { QuotesError } from '../errors.js';
-import { DAY } from '../history/intervals.js';
+import { DAY } from '../domain/intervals.js';
 import { currencyName } from '../market/currency-names.js';
 import { FIAT_CURRENCIES } from '../market/currencies.js';
-import type { FxSnapshot } from '../market/types.js';
+import type { FxSnapshot } from '../domain/market.js';
 
 /**
  * brapi's fiat currency quotes (`GET /api/v2/currency`, `/api/v2/currency/available`) from the

@@ -12,7 +12,7 @@ import { mayCompress } from './compression.js';
 import { errorAnswer, quoteAnswer, writeAnswer, type ErrorLog } from './answers.js';
 import { authorize, tokenOf } from './authenticator.js';
 import { cryptoRequest, type RawQuery } from './crypto-query.js';
-import { parseQueryString } from './query-string.js';
+import { parseQueryString } from '../http/query-string.js';
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
 

@@ -1,6 +1,6 @@
 import type { MarketSnapshot } from '../market/market-snapshots.js';
-import { isBaseInterval, type BaseInterval } from '../history/intervals.js';
-import type { Candle, FxQuote, FxSnapshot, Ticker, VenueTicker } from '../market/types.js';
+import { isBaseInterval, type BaseInterval } from '../domain/intervals.js';
+import type { Candle, FxQuote, FxSnapshot, Ticker, VenueTicker } from '../domain/market.js';
 import type { StoredMarketState } from './types.js';
 
 /** In-progress candles by `liveCandleKey(symbol, base)`, as the ingesting replica last fetched them. */

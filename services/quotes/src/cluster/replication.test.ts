@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import pino from 'pino';
 import { FakeClock, waitFor } from '@rls/testkit';
 import { MarketSnapshots, type MarketSnapshot } from '../market/market-snapshots.js';
-import type { FxSource, MarketSource, Ticker } from '../market/types.js';
+import type { FxSource, MarketSource, Ticker } from '../domain/market.js';
 import { decodeMarketState, encodeMarketState, liveCandleKey } from './market-state-codec.js';
 import { MemoryClusterStore } from './memory-cluster.js';
 import { Replication, type Ingestion } from './replication.js';

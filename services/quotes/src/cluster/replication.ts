@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import type { MarketSnapshot, MarketSnapshots } from '../market/market-snapshots.js';
 import type { SharedMarket } from './market-state-codec.js';
-import { bucketStart, type BaseInterval } from '../history/intervals.js';
-import type { Candle } from '../market/types.js';
+import { bucketStart, type BaseInterval } from '../domain/intervals.js';
+import type { Candle } from '../domain/market.js';
 import { LeaderElection } from './leader-election.js';
 import { decodeMarketState, encodeMarketState, liveCandleKey, type LiveCandles } from './market-state-codec.js';
 import type { ClusterStore } from './types.js';

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { QuotesError } from '../errors.js';
-import { DAY } from '../history/intervals.js';
+import { DAY } from '../domain/intervals.js';
 import { badParam } from './cg-errors.js';
 import { bool, instant, list, precision, required, text } from './cg-params.js';
 import { cgBaseUrl, cgCoin, cgRoute, cgVs, type CgBodyCache, type CgRouteDeps } from './cg-route.js';

@@ -2,7 +2,7 @@ import { bool, cgError, idParam, op, precision, q, str, vs } from './cg-openapi.
 
 /**
  * OpenAPI paths of the /api/v3 endpoints added in issue 26 (history, OHLC range, exchange rates,
- * movers, tickers, exchanges, key), merged into api/openapi.ts beside `coingeckoPaths`.
+ * movers, tickers, exchanges, key), merged into openapi.ts beside `coingeckoPaths`.
  */
 export function coingeckoMorePaths(): Record<string, unknown> {
   const int = { type: 'integer' };

@@ -1,5 +1,5 @@
 /**
- * The OpenAPI 3.1 paths of the CoinGecko-compatible API (merged into api/openapi.ts). Response
+ * The OpenAPI 3.1 paths of the CoinGecko-compatible API (merged into openapi.ts). Response
  * schemas are summarised: CoinGecko's own documentation and the `@coingecko/coingecko-typescript`
  * SDK describe the fields; docs/quotes.md lists the subset and the differences.
  */

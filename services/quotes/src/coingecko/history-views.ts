@@ -1,5 +1,5 @@
 import { QuotesError } from '../errors.js';
-import { DAY } from '../history/intervals.js';
+import { DAY } from '../domain/intervals.js';
 import { currencyName } from '../market/currency-names.js';
 import { isFiat, USD_PEGGED } from '../market/currencies.js';
 import { badParam } from './cg-errors.js';

@@ -2,13 +2,13 @@ import type { Clock } from '../clock.js';
 import { QuotesError } from '../errors.js';
 import type { FxHistory, RateOn } from '../history/fx-history.js';
 import { HistoryService } from '../history/history-service.js';
-import { bucketStart, DAY, type Interval } from '../history/intervals.js';
+import { bucketStart, DAY, type Interval } from '../domain/intervals.js';
 import { EARLIEST_DATA } from '../history/range-rules.js';
 import type { SeriesPoint } from '../history/resample.js';
 import type { CoinCatalog } from '../market/coin-catalog.js';
 import { FIAT_CURRENCIES, isFiat, USD_PEGGED, usdRate } from '../market/currencies.js';
 import type { MarketSnapshot, MarketSnapshots } from '../market/market-snapshots.js';
-import type { Ticker } from '../market/types.js';
+import type { Ticker } from '../domain/market.js';
 
 /** One coin of a board: its ticker (USD) and its place by market cap. */
 export interface BoardCoin {

@@ -1,7 +1,7 @@
 import { QuotesError } from '../errors.js';
 import type { CoinCatalog } from '../market/coin-catalog.js';
 import { COINGECKO_IDS } from '../market/coin-ids.js';
-import type { VenueTicker } from '../market/types.js';
+import type { VenueTicker } from '../domain/market.js';
 import type { Board } from './market-data.js';
 
 /**

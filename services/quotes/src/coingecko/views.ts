@@ -1,8 +1,8 @@
 import type { Plan } from '../accounts/plans.js';
-import { bucketStart, DAY, type Interval } from '../history/intervals.js';
+import { bucketStart, DAY, type Interval } from '../domain/intervals.js';
 import type { SeriesPoint } from '../history/resample.js';
 import { isFiat, USD_PEGGED } from '../market/currencies.js';
-import { MAX_DIGITS, roundValue, valueFormat } from '../service/value-precision.js';
+import { MAX_DIGITS, roundValue, valueFormat } from '../domain/value-precision.js';
 import { badParam } from './cg-errors.js';
 import type { Precision } from './cg-params.js';
 import { referenceDay, type Board, type BoardCoin, type ChangeWindow, type MarketData, type PriceRefs } from './market-data.js';
@@ -11,7 +11,7 @@ import { coinTickersView } from './ticker-views.js';
 /**
  * The view models of the CoinGecko-compatible API: plain objects in CoinGecko's field names and
  * order, built from a Board (one market snapshot). `marketsView` is also what the dashboard's
- * market page shows (api/dashboard-routes.ts may call it with the session's plan).
+ * market page shows (dashboard/dashboard-market-routes.ts may call it with the session's plan).
  */
 
 export const GECKO_SAYS = '(V3) To the Moon!';

@@ -1,11 +1,11 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import type { MarketSource } from '../market/types.js';
-import type { BackfillWindow } from '../settings.js';
-import type { BackfillState, BackfillStateRepository, CandleRepository } from '../store/types.js';
+import type { MarketSource } from '../domain/market.js';
+import type { BackfillState, BackfillStateRepository, CandleRepository } from '../domain/repositories.js';
 import { findGaps } from './gaps.js';
 import type { HistoryService } from './history-service.js';
-import { alignUp, bucketEnd, bucketStart, DAY, type BaseInterval } from './intervals.js';
+import type { BackfillWindow } from './history-settings.js';
+import { alignUp, bucketEnd, bucketStart, DAY, type BaseInterval } from '../domain/intervals.js';
 
 export interface BackfillDeps {
   source: MarketSource;

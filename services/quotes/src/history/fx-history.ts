@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import type { FxSource } from '../market/types.js';
-import type { FxRateRepository } from '../store/types.js';
-import { utcDate } from './intervals.js';
+import type { FxSource } from '../domain/market.js';
+import type { FxRateRepository } from '../domain/repositories.js';
+import { utcDate } from '../domain/intervals.js';
 
 /** Rate on a UTC day (days since the epoch): the last fixing on or before it, or null before the first fixing. */
 export type RateOn = (day: number) => number | null;

@@ -1,4 +1,4 @@
-import { bucketEnd, type BaseInterval } from './intervals.js';
+import { bucketEnd, type BaseInterval } from '../domain/intervals.js';
 
 /** A span of missing base candles: open times [from, to). */
 export interface Gap {

@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BlockCache } from './block-cache.js';
-import { bucketCount } from './intervals.js';
+import { bucketCount } from '../domain/intervals.js';
 import { checkHistoryBudget, parseDateParam } from './range-rules.js';
 import { SeriesBlock } from './series-block.js';
 import { TurnQueue } from './turn-queue.js';

@@ -1,7 +1,7 @@
-import type { CandleRepository } from '../store/types.js';
-import type { Candle, MarketSource } from '../market/types.js';
+import type { CandleRepository } from '../domain/repositories.js';
+import type { Candle, MarketSource } from '../domain/market.js';
 import { BlockCache } from './block-cache.js';
-import { BASE_OF, bucketCount, bucketEnd, bucketStart, fixedGrid, type BaseInterval, type Interval } from './intervals.js';
+import { BASE_OF, bucketCount, bucketEnd, bucketStart, fixedGrid, type BaseInterval, type Interval } from '../domain/intervals.js';
 import { resample, type SeriesPoint } from './resample.js';
 import { SeriesBlock, SeriesView, type SeriesBlockBuilder } from './series-block.js';
 import { TurnQueue } from './turn-queue.js';
@@ -48,7 +48,7 @@ const BASE_SECONDS: Readonly<Partial<Record<BaseInterval, number>>> = Object.fre
 
 /*
  * Other APIs (the CoinGecko-compatible charts, sparklines) read history through PricedHistory
- * (priced-history.ts; built in app.ts as `app.quotes.pricedHistory`): an explicit window
+ * (priced-history.ts; built in compose.ts as the `pricedHistory` service): an explicit window
  * `{ fromMs, toMs, interval }`, a currency, the same budget and chunking as /api/v2/crypto.
  */
 

@@ -2,6 +2,14 @@
 // CoinGecko charts), spread into SETTING_DEFS by settings.ts. Each is a bound on what one history
 // request may cost the server.
 import { def, parseInteger } from '@rls/settings';
+import type { BaseInterval } from '../domain/intervals.js';
+
+/** One series the backfill keeps (HISTORY_BACKFILL_WINDOWS). */
+export interface BackfillWindow {
+  base: BaseInterval;
+  /** Days back from now; null = from the first candle the exchange has. */
+  days: number | null;
+}
 
 const int = (min: number, max: number) => (raw: string): number => parseInteger(raw, min, max);
 

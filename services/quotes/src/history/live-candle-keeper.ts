@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import type { Candle, MarketSource } from '../market/types.js';
-import type { CandleRepository } from '../store/types.js';
+import type { Candle, MarketSource } from '../domain/market.js';
+import type { CandleRepository } from '../domain/repositories.js';
 import type { FxHistory } from './fx-history.js';
 import type { HistoryService } from './history-service.js';
-import { BASE_INTERVALS, bucketEnd, bucketStart, type BaseInterval } from './intervals.js';
+import { BASE_INTERVALS, bucketEnd, bucketStart, type BaseInterval } from '../domain/intervals.js';
 
 /** Finer bases whose buckets tile each base's (UTC), coarsest first: an in-progress candle can be built from them. */
 const FINER: Readonly<Record<BaseInterval, readonly BaseInterval[]>> = Object.freeze({ '1m': [], '30m': ['1m'], '1h': ['30m', '1m'], '1d': ['1h', '30m', '1m'], '1mo': ['1d'] });

@@ -1,9 +1,9 @@
 import type { Clock } from '../clock.js';
 import { QuotesError } from '../errors.js';
-import { valueFormat } from '../service/value-precision.js';
+import { valueFormat } from '../domain/value-precision.js';
 import type { FxHistory, RateOn } from './fx-history.js';
 import { HistoryService } from './history-service.js';
-import { bucketStart, type Interval } from './intervals.js';
+import { bucketStart, type Interval } from '../domain/intervals.js';
 import { EARLIEST_DATA } from './range-rules.js';
 import type { SeriesView } from './series-block.js';
 

@@ -1,5 +1,5 @@
 import { QuotesError } from '../errors.js';
-import { alignUp, bucketCount, bucketStart, DAY, isInterval, isRange, type Interval, type Range } from './intervals.js';
+import { alignUp, bucketCount, bucketStart, DAY, isInterval, isRange, type Interval, type Range } from '../domain/intervals.js';
 
 /** What a plan allows for history; see accounts/plans.ts. */
 export interface HistoryPolicy {

@@ -1,5 +1,5 @@
-import type { Candle } from '../market/types.js';
-import { bucketEnd, bucketStart, type BaseInterval, type Interval } from './intervals.js';
+import type { Candle } from '../domain/market.js';
+import { bucketEnd, bucketStart, type BaseInterval, type Interval } from '../domain/intervals.js';
 
 /** A served candle: `time` is the bucket start, `closeTime` the end of its last base candle (the FX date comes from it). */
 export interface SeriesPoint extends Candle {

@@ -6,11 +6,11 @@ import pino from 'pino';
 import { FakeClock } from '@rls/testkit';
 import { decodeMarketState, encodeMarketState, liveCandleKey } from '../cluster/market-state-codec.js';
 import type { MarketSnapshot } from '../market/market-snapshots.js';
-import type { Candle, CandlePage, CandlePageRequest, DailyRate, FxSource, MarketSource } from '../market/types.js';
+import type { Candle, CandlePage, CandlePageRequest, DailyRate, FxSource, MarketSource } from '../domain/market.js';
 import { MemoryStore } from '../store/memory-store.js';
 import { FxHistory } from './fx-history.js';
 import { HistoryService } from './history-service.js';
-import { DAY, type BaseInterval } from './intervals.js';
+import { DAY, type BaseInterval } from '../domain/intervals.js';
 import { LiveCandleKeeper } from './live-candle-keeper.js';
 
 const log = pino({ level: 'silent' });

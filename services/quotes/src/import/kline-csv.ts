@@ -1,4 +1,4 @@
-import type { Candle } from '../market/types.js';
+import type { Candle } from '../domain/market.js';
 
 /**
  * Binance spot kline timestamps: milliseconds (13 digits) before 2025, microseconds (16 digits)

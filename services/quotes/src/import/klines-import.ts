@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import { bucketEnd, isBaseInterval, type BaseInterval } from '../history/intervals.js';
+import { bucketEnd, isBaseInterval, type BaseInterval } from '../domain/intervals.js';
 import { USD_QUOTES } from '../market/pair-catalog.js';
-import type { CandleRepository } from '../store/types.js';
+import type { CandleRepository } from '../domain/repositories.js';
 import { dumpCsvTexts, parseDumpName, verifyChecksum } from './dump-files.js';
 import { parseKlinesCsv } from './kline-csv.js';
 

@@ -1,4 +1,4 @@
-import type { Ticker } from './types.js';
+import type { Ticker } from '../domain/market.js';
 
 /** One exchange's view of a coin, already in USD. */
 export interface ExchangeQuote {

@@ -2,7 +2,7 @@ import { XMLParser } from 'fast-xml-parser';
 import { FIAT_CURRENCIES } from './currencies.js';
 import type { HttpGetter } from './http-json.js';
 import type { OfficialLatest } from './official-latest.js';
-import type { DailyRate, FxSnapshot, FxSource } from './types.js';
+import type { DailyRate, FxSnapshot, FxSource } from '../domain/market.js';
 
 /** date -> currency -> units per euro. */
 type EcbDays = Map<string, Map<string, number>>;

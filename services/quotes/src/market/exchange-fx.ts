@@ -1,6 +1,6 @@
 import { CURRENCIES } from './currencies.js';
 import type { ExchangeMarket } from './exchange-market.js';
-import type { DailyRate, FxSnapshot, FxSource } from './types.js';
+import type { DailyRate, FxSnapshot, FxSource } from '../domain/market.js';
 
 /**
  * Live USD->fiat rates implied by stablecoin pairs on the exchanges (USDT/BRL, EUR/USDT): fresh

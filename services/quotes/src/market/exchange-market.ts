@@ -1,13 +1,13 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import { bucketEnd, bucketStart, type BaseInterval } from '../history/intervals.js';
+import { bucketEnd, bucketStart, type BaseInterval } from '../domain/intervals.js';
 import { aggregateQuotes, type ExchangeQuote } from './aggregate-tickers.js';
 import { USD_PEGGED } from './currencies.js';
 import type { ExchangeClient, PairTicker } from './exchange-client.js';
 import { PairCatalog, type Pair } from './pair-catalog.js';
 import type { UpstreamCounters } from './retry.js';
 import type { SupplySource } from './supply-source.js';
-import type { Candle, CandlePage, CandlePageRequest, FxSnapshot, MarketSource, MarketTickers, Ticker, VenueTicker } from './types.js';
+import type { Candle, CandlePage, CandlePageRequest, FxSnapshot, MarketSource, MarketTickers, Ticker, VenueTicker } from '../domain/market.js';
 
 export interface ExchangeMarketDeps {
   /** In order of preference: the first exchange with a USD-stable pair serves a coin's candles. */

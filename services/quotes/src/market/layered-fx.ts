@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { UpstreamCounters } from './retry.js';
-import type { DailyRate, FxQuote, FxSnapshot, FxSource } from './types.js';
+import type { DailyRate, FxQuote, FxSnapshot, FxSource } from '../domain/market.js';
 
 /**
  * Several FX sources in order of preference: per currency, the first source with a rate wins

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import type { FxSnapshot, FxSource, MarketSource, Ticker, VenueTicker } from './types.js';
+import type { FxSnapshot, FxSource, MarketSource, Ticker, VenueTicker } from '../domain/market.js';
 
 /** Everything a quote needs, fetched together and swapped as one immutable object. */
 export interface MarketSnapshot {

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import type { FxQuote, FxSnapshot } from './types.js';
+import type { FxQuote, FxSnapshot } from '../domain/market.js';
 
 /** What one fetch of an official source gives: USD->X rates and, where published, bid/ask quotes. */
 export interface OfficialRates {

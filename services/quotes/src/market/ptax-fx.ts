@@ -1,8 +1,8 @@
-import { DAY, utcDate } from '../history/intervals.js';
+import { DAY, utcDate } from '../domain/intervals.js';
 import { CURRENCIES } from './currencies.js';
 import type { HttpGetter } from './http-json.js';
 import type { OfficialLatest, OfficialRates } from './official-latest.js';
-import type { DailyRate, FxQuote, FxSnapshot, FxSource } from './types.js';
+import type { DailyRate, FxQuote, FxSnapshot, FxSource } from '../domain/market.js';
 
 /** One bulletin of the PTAX OData service. */
 interface PtaxRow {

@@ -1,8 +1,8 @@
 import type { Clock } from '../clock.js';
-import { DAY, utcDate } from '../history/intervals.js';
+import { DAY, utcDate } from '../domain/intervals.js';
 import { CURRENCIES, FIAT_CURRENCIES } from './currencies.js';
 import { hashString, octaveNoise, walkOctaves, type Octave } from './price-noise.js';
-import type { DailyRate, FxQuote, FxSnapshot, FxSource } from './types.js';
+import type { DailyRate, FxQuote, FxSnapshot, FxSource } from '../domain/market.js';
 
 /** Roughly where USD traded against each currency around the start of 2026. */
 const REFERENCE_RATES: Readonly<Record<string, number>> = Object.freeze({

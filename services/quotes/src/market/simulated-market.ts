@@ -1,9 +1,9 @@
 import type { Clock } from '../clock.js';
-import { bucketEnd, bucketStart, DAY, type BaseInterval } from '../history/intervals.js';
+import { bucketEnd, bucketStart, DAY, type BaseInterval } from '../domain/intervals.js';
 import { USD_PEGGED } from './currencies.js';
 import { hash01, hashString, octaveNoise, walkOctaves, type Octave } from './price-noise.js';
 import { REFERENCE_COINS, type ReferenceCoin } from './reference-coins.js';
-import type { Candle, CandlePage, CandlePageRequest, MarketSource, MarketTickers, Ticker, VenueTicker } from './types.js';
+import type { Candle, CandlePage, CandlePageRequest, MarketSource, MarketTickers, Ticker, VenueTicker } from '../domain/market.js';
 
 export interface SimulatedMarketOptions {
   seed: number;

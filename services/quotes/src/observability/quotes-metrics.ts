@@ -13,9 +13,16 @@
 // the number of series is fixed by the routes and the settings, whatever the traffic.
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { QuotesServices } from '../app.js';
+import type { MonthlyQuota } from '../accounts/monthly-quota.js';
+import type { FastQuotePath } from '../api/fast-quote.js';
+import type { Store } from '../domain/repositories.js';
+import type { HistoryService } from '../history/history-service.js';
+import type { UpstreamCounters } from '../market/retry.js';
+import type { RateLimitGate } from '../ratelimit/rate-limit-gate.js';
+import type { QuoteService } from '../service/quote-service.js';
+import type { QuoteStreamHub } from '../stream/quote-stream-hub.js';
 import type { RateLimitDecider } from '../ratelimit/decider.js';
-import type { MarketSnapshot } from '../market/market-snapshots.js';
+import type { MarketSnapshot, MarketSnapshots } from '../market/market-snapshots.js';
 import { wrapDeciderCall } from './decider-wrap.js';
 import { RequestStats } from './request-stats.js';
 
@@ -26,9 +33,22 @@ const METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DEL
 const FAST_ROUTE = '/api/v2/crypto';
 
 
+/** The services whose counters and caches are read at scrape time (the composition root's services fit). */
+export interface MetricsServices {
+  fastPath: Pick<FastQuotePath, 'counts'> | undefined;
+  rateLimit: RateLimitGate | undefined;
+  monthlyQuota: MonthlyQuota;
+  snapshots: MarketSnapshots;
+  counters: UpstreamCounters;
+  streams: QuoteStreamHub;
+  quoteService: QuoteService;
+  history: HistoryService;
+  store: Store;
+}
+
 /** Collaborators read at scrape time; each may be absent (no rate limiter, no replicas, ...). */
 export interface MetricsSources {
-  services: QuotesServices;
+  services: MetricsServices;
   /** Whether this process runs the ingestion now (the ingest lease holder, or the only process). */
   ingesting: () => boolean;
   clock: { now: () => number };

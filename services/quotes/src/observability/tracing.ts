@@ -21,8 +21,8 @@ import { endSpanWith, propagatorFor, type PropagatorName, shutdownWithin } from 
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { RateLimitDecider } from '../ratelimit/decider.js';
-import type { FxSource, MarketSource } from '../market/types.js';
-import type { Store } from '../store/types.js';
+import type { FxSource, MarketSource } from '../domain/market.js';
+import type { Store } from '../domain/repositories.js';
 import { wrapDeciderCall } from './decider-wrap.js';
 
 export interface TracingOptions {

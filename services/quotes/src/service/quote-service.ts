@@ -6,15 +6,15 @@ import type { FxHistory } from '../history/fx-history.js';
 import type { HistoryService } from '../history/history-service.js';
 import { pricedPoint, type PricedView } from '../history/priced-history.js';
 import { historyWindow, windowPoints, type HistoryParams, type HistoryWindow } from '../history/range-rules.js';
-import { bucketStart } from '../history/intervals.js';
+import { bucketStart } from '../domain/intervals.js';
 import { ByteLru } from '../history/byte-lru.js';
 import { HistorySlots } from '../history/history-slots.js';
 import type { CoinCatalog } from '../market/coin-catalog.js';
 import type { MarketSnapshot, MarketSnapshots } from '../market/market-snapshots.js';
-import type { Ticker } from '../market/types.js';
+import type { Ticker } from '../domain/market.js';
 import { isCryptoQuote, isCurrency, isFiat, QUOTE_CURRENCIES, usdRate, USD_PEGGED } from '../market/currencies.js';
 import type { RateOn } from '../history/fx-history.js';
-import { valueFormat } from './value-precision.js';
+import { valueFormat } from '../domain/value-precision.js';
 import { ORIGIN_MARK, OriginJson, type Origin } from '../origin.js';
 
 export interface CryptoRequest {

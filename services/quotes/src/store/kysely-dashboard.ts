@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import type { DailyUsageRepository, DailyUsageRow, SessionRecord, SessionRepository, UserRecord, UserRepository } from './dashboard-types.js';
+import type { DailyUsageRepository, DailyUsageRow, SessionRecord, SessionRepository, UserRecord, UserRepository } from '../domain/dashboard-repositories.js';
 import type { Database, UsersTable } from './schema.js';
 
 function toUser(r: UsersTable): UserRecord {

@@ -1,11 +1,11 @@
-import type { DailyUsageRepository, SessionRepository, UserRepository } from './dashboard-types.js';
+import type { DailyUsageRepository, SessionRepository, UserRepository } from '../domain/dashboard-repositories.js';
 import { KyselyDailyUsage, KyselySessions, KyselyUsers } from './kysely-dashboard.js';
 import { sql, type Kysely } from 'kysely';
-import type { BaseInterval } from '../history/intervals.js';
-import type { Candle, DailyRate } from '../market/types.js';
+import type { BaseInterval } from '../domain/intervals.js';
+import type { Candle, DailyRate } from '../domain/market.js';
 import { migrateToLatest, type Dialect } from './migrations.js';
 import type { Database, TokensTable } from './schema.js';
-import type { BackfillState, BackfillStateRepository, CandleBucket, CandleRepository, Coverage, FxRateRepository, PoolStats, Store, TokenRecord, TokenRepository, UsageRepository, UsageRow } from './types.js';
+import type { BackfillState, BackfillStateRepository, CandleBucket, CandleRepository, Coverage, FxRateRepository, PoolStats, Store, TokenRecord, TokenRepository, UsageRepository, UsageRow } from '../domain/repositories.js';
 
 /** Writes many candles of one series at once; each dialect has its own fastest way. */
 export type BulkCandleWriter = (seriesId: number, candles: readonly Candle[]) => Promise<void>;

@@ -1,4 +1,4 @@
-import type { DailyUsageRepository, DailyUsageRow, SessionRecord, SessionRepository, UserRecord, UserRepository } from './dashboard-types.js';
+import type { DailyUsageRepository, DailyUsageRow, SessionRecord, SessionRepository, UserRecord, UserRepository } from '../domain/dashboard-repositories.js';
 
 export class MemoryUsers implements UserRepository {
   private readonly byId = new Map<string, UserRecord>();

@@ -1,7 +1,7 @@
 import { MemoryDailyUsage, MemorySessions, MemoryUsers } from './memory-dashboard.js';
-import type { BaseInterval } from '../history/intervals.js';
-import type { Candle, DailyRate } from '../market/types.js';
-import type { BackfillState, BackfillStateRepository, CandleBucket, CandleRepository, Coverage, FxRateRepository, Store, TokenRecord, TokenRepository, UsageRepository, UsageRow } from './types.js';
+import type { BaseInterval } from '../domain/intervals.js';
+import type { Candle, DailyRate } from '../domain/market.js';
+import type { BackfillState, BackfillStateRepository, CandleBucket, CandleRepository, Coverage, FxRateRepository, Store, TokenRecord, TokenRepository, UsageRepository, UsageRow } from '../domain/repositories.js';
 
 class MemoryTokens implements TokenRepository {
   private readonly byId = new Map<string, TokenRecord>();

@@ -1,6 +1,6 @@
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
-import type { Candle } from '../market/types.js';
+import type { Candle } from '../domain/market.js';
 import { KyselyStore } from './kysely-store.js';
 import type { Database } from './schema.js';
 

@@ -2,10 +2,10 @@ import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
-import type { Candle } from '../market/types.js';
+import type { Candle } from '../domain/market.js';
 import { KyselyStore } from './kysely-store.js';
 import type { Database, TokensTable } from './schema.js';
-import type { TokenRecord } from './types.js';
+import type { TokenRecord } from '../domain/repositories.js';
 
 type TokenRow = TokensTable;
 

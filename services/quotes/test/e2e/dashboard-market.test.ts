@@ -141,18 +141,18 @@ describe('market dashboard in headless Chromium', () => {
         const before = Number(await page.locator('#market').getAttribute('data-live-updates'));
         const btcBefore = await page.locator('#market tbody tr[data-coin="BTC"] td.price').textContent();
         t.clock.advance(60_000);
-        await t.app.quotes.snapshots.refreshNow();
+        await t.services.snapshots.refreshNow();
         await waitFor(async () => Number(await page.locator('#market').getAttribute('data-live-updates')) > before, { what: 'live update', ...BOUND });
         await waitFor(async () => (await page.locator('#market tbody tr[data-coin="BTC"] td.price').textContent()) !== btcBefore, { what: 'BTC price changed in place', ...BOUND });
 
         // Hidden tab: the stream closes and nothing is requested while the market keeps moving.
         await setVisibility(page, 'hidden');
-        await waitFor(() => t.app.quotes.streams.stats().open === 0, { what: 'stream closed while hidden', ...BOUND });
+        await waitFor(() => t.services.streams.stats().open === 0, { what: 'stream closed while hidden', ...BOUND });
         assert.equal(await page.locator('#live-state').getAttribute('data-state'), 'paused');
         const seen = requests.length;
         for (let i = 0; i < 5; i++) {
           t.clock.advance(60_000);
-          await t.app.quotes.snapshots.refreshNow();
+          await t.services.snapshots.refreshNow();
         }
         // Longer than the old 15 s poll would need to show one request is not affordable here;
         // the tab's own timers would fire within 3 s of real time if it had any left.
@@ -224,13 +224,13 @@ describe('market dashboard in headless Chromium', () => {
       await shoot(page, '375px-market-dark');
 
       // At full quota the account page still reads well, and the market says why it stops.
-      const rec = (await t.app.quotes.accounts.list()).find((r) => r.name === 'dashboard:second-browser@example.com' && r.revokedAt === null)!;
-      await t.app.quotes.flushUsage();
+      const rec = (await t.services.accounts.list()).find((r) => r.name === 'dashboard:second-browser@example.com' && r.revokedAt === null)!;
+      await t.services.flushUsage();
       const used = await t.store.usage.get(rec.id, '2026-03');
       await t.store.usage.add(rec.id, '2026-03', 150_000 - used);
       // Write-behind counts: flushing drops the cached entries, so the store's count is read again.
-      await t.app.quotes.flushUsage();
-      await t.app.quotes.flushUsage();
+      await t.services.flushUsage();
+      await t.services.flushUsage();
       await page.getByRole('link', { name: 'Account', exact: true }).click();
       await page.locator('#usage-count').waitFor();
       assert.match((await page.locator('#usage-count').textContent()) ?? '', /^150,000 of 150,000 requests \(0 left/);

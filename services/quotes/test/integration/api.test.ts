@@ -1,7 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CURRENCIES } from '../../src/market/currencies.js';
-import type { MarketSource } from '../../src/market/types.js';
+import type { MarketSource } from '../../src/domain/market.js';
 import { makeTestApp, T0, type CoinJson, type CryptoJson, type TestApp } from '../support/helpers.js';
 
 const QUOTE_KEYS = [

@@ -10,7 +10,7 @@ import { CcxtExchangeClient } from '../../src/market/exchange-client.js';
 import { ExchangeMarket } from '../../src/market/exchange-market.js';
 import { UpstreamCounters } from '../../src/market/retry.js';
 import { openSqliteStore } from '../../src/store/sqlite-store.js';
-import type { Store } from '../../src/store/types.js';
+import type { Store } from '../../src/domain/repositories.js';
 
 const HOUR = 3600;
 const START = Date.UTC(2026, 0, 1) / 1000;

@@ -5,7 +5,7 @@ import { startPostgres, tempDir } from '@rls/testkit';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { openPostgresStore } from '../../src/store/postgres-store.js';
 import { openSqliteStore } from '../../src/store/sqlite-store.js';
-import type { Store } from '../../src/store/types.js';
+import type { Store } from '../../src/domain/repositories.js';
 
 type OpenStore = () => Promise<{ store: Store; cleanup: () => Promise<void> }>;
 

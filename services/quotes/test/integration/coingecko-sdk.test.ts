@@ -559,7 +559,7 @@ describe('CoinGecko history, OHLC range, exchange rates, movers and /key through
   });
 
   test('/key: plan, per-minute limit of the burst rules, monthly credit and calls from the quota counter; never charged', async () => {
-    const { token } = await t.app.quotes.accounts.createToken('key-test', 'startup');
+    const { token } = await t.services.accounts.createToken('key-test', 'startup');
     const c = cg(token);
     const k0 = await c.key.get();
     assert.equal(k0.plan, 'Startup');
@@ -690,7 +690,7 @@ describe('MARKET_EXCHANGE_TICKERS_MAX bounds the per-exchange tickers kept with 
       const get = async <T>(url: string): Promise<T> => (await t.app.inject({ url, headers: { 'x-cg-demo-api-key': t.tokens.pro! } })).json<T>();
       const markets = await get<Array<{ id: string; total_volume: number }>>('/api/v3/coins/markets?vs_currency=usd&per_page=250');
       assert.ok(markets.length > 10, `${markets.length} coins, more than the bound`);
-      const snap = await t.app.quotes.snapshots.current();
+      const snap = await t.services.snapshots.current();
       assert.equal(snap.venues?.length, 10);
       assert.equal((await get<{ pairs: number }>('/api/v3/exchanges/simulated')).pairs, 10);
       const leastTraded = [...markets].sort((a, b) => a.total_volume - b.total_volume)[0]!;

@@ -128,12 +128,12 @@ describe('compression', () => {
       const auth = { authorization: `Bearer ${t.tokens.pro!}` };
       const three = '/api/v2/crypto?coin=BTC,ETH,SOL';
       await get(port, three, auth);
-      const before = t.app.quotes.fastPath!.counts.served;
+      const before = t.fastPath!.counts.served;
       const r = await get(port, three, { ...auth, 'accept-encoding': 'gzip, deflate, br' });
       assert.equal(r.headers['content-encoding'], undefined);
       assert.ok(r.body.length < 4096);
       assert.match(String(r.headers.vary), /accept-encoding/);
-      assert.equal(t.app.quotes.fastPath!.counts.served, before + 1);
+      assert.equal(t.fastPath!.counts.served, before + 1);
     } finally {
       await t.close();
     }
@@ -144,7 +144,7 @@ describe('compression', () => {
     try {
       const port = await listen(t);
       const auth = { authorization: `Bearer ${t.tokens.pro!}` };
-      const fast = t.app.quotes.fastPath!;
+      const fast = t.fastPath!;
       const three = '/api/v2/crypto?coin=BTC,ETH,SOL';
       const first = await get(port, three, auth); // fills the cache
       assert.ok(first.body.length > 1024, `${first.body.length} bytes: above the threshold`);

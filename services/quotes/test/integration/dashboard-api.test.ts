@@ -43,7 +43,7 @@ describe('dashboard API', () => {
       assert.equal(after.usage.limit, 150000);
       assert.deepEqual(after.usage.daily.at(-1), { day: '2026-03-15', count: 3 });
       assert.equal(after.usage.daily.length, 15, 'every day of the month so far');
-      await t.app.quotes.flushUsage();
+      await t.services.flushUsage();
       assert.deepEqual(await t.store.dailyUsage.range(acc.token.prefix === '' ? '' : (await t.store.users.findByEmail('ana@example.com'))!.tokenId!, '2026-03-01', '2026-03-31'), [{ day: '2026-03-15', count: 3 }]);
     } finally {
       await t.close();
@@ -192,7 +192,7 @@ describe('dashboard API', () => {
       assert.equal((await api(t, token)).statusCode, 200);
       assert.equal((await t.app.inject(`/api/v2/crypto?coin=BTC&token=${token}`)).statusCode, 200);
       const rotated = (await b.post('/dashboard/api/token/rotate', {})).json<{ token: string }>().token;
-      await t.app.quotes.flushUsage();
+      await t.services.flushUsage();
 
       const db = new BetterSqlite3(t.file, { readonly: true });
       try {
@@ -268,7 +268,7 @@ describe('dashboard live prices and token rotation (issue 23, finding 10)', () =
       assert.equal(first.events.filter((e) => e.event === 'error').length, 0, 'no error event: the page\'s EventSource reconnects');
       const second = await open();
       assert.equal(second.ended, false, 'the session streams again, under the new token');
-      assert.equal(t.app.quotes.streams.stats().closed.revoked, 1);
+      assert.equal(t.services.streams.stats().closed.revoked, 1);
     } finally {
       for (const c of clients) c.close();
       await t.close();

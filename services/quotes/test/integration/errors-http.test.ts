@@ -10,8 +10,8 @@ import type { Account } from '../../src/accounts/account-service.js';
 import type { RequestLimiter } from '../../src/accounts/request-limiter.js';
 import { clientErrorResponse } from '../../src/api/error-handler.js';
 import { QuotesError } from '../../src/errors.js';
-import type { MarketSource } from '../../src/market/types.js';
-import type { Store } from '../../src/store/types.js';
+import type { MarketSource } from '../../src/domain/market.js';
+import type { Store } from '../../src/domain/repositories.js';
 import { makeTestApp, plansWith, type TestApp } from '../support/helpers.js';
 
 interface Res {

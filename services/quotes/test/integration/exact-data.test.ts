@@ -4,11 +4,11 @@ import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, Migrator, SqliteDialect, type Migration } from 'kysely';
 import { startFakeBinance, startFakePtax, startPostgres, tempDir, type FakeBinance, type FakeKline, type FakePtax, type FakeTicker } from '@rls/testkit';
-import { minorUnits, PRICE_DIGITS, RATE_DIGITS, valueFormat } from '../../src/service/value-precision.js';
+import { minorUnits, PRICE_DIGITS, RATE_DIGITS, valueFormat } from '../../src/domain/value-precision.js';
 import { migrations } from '../../src/store/migrations.js';
 import { openPostgresStore } from '../../src/store/postgres-store.js';
 import { openSqliteStore } from '../../src/store/sqlite-store.js';
-import type { Store } from '../../src/store/types.js';
+import type { Store } from '../../src/domain/repositories.js';
 import { makeExchangeApp, type ExchangeApp } from './exchange-support.js';
 import type { CryptoJson } from '../support/helpers.js';
 import { digitsOf } from './value-digits.js';
@@ -74,7 +74,7 @@ describe('exact data through the real app (fake Binance + fake PTAX)', () => {
     const h = (await get('coin=BTC&currency=USD&range=5d&interval=1d')).json.coins[0]!.historicalDataPrice!;
     const byDate = new Map(h.map((p) => [p.date, p]));
     for (const k of closed.slice(-4)) assert.equal(byDate.get(k.openTime / 1000)?.volume, valueFormat('USD').amount(k.quoteVolume), new Date(k.openTime).toISOString());
-    const stored = await t.app.quotes.store.candles.range('BTC', '1d', d('2026-03-09') / 1000, d('2026-03-16') / 1000);
+    const stored = await t.services.store.candles.range('BTC', '1d', d('2026-03-09') / 1000, d('2026-03-16') / 1000);
     assert.ok(stored.length >= 4);
     for (const k of stored) assert.equal(k.volume, closed.find((c) => c.openTime === k.time * 1000)?.quoteVolume, 'the store holds the quote volume as reported');
   });
@@ -88,7 +88,7 @@ describe('exact data through the real app (fake Binance + fake PTAX)', () => {
     t.clock.advance(60_000);
     binance.setKlines('BTCUSDT', '1d', [...closed, today(92700.5, 92800.75, 41_000_000.25)]);
     binance.setTicker(btcTicker(92700.5, T0 + 59_000));
-    await t.app.quotes.snapshots.refreshNow();
+    await t.services.snapshots.refreshNow();
     const later = (await get('coin=BTC&currency=USD&range=1d&interval=1d')).json.coins[0]!.historicalDataPrice!;
     assert.deepEqual(later[1], { date: d('2026-03-16') / 1000, open: 92400.5, high: 92800.75, low: 92000.25, close: 92700.5, volume: 41_000_000.25, adjustedClose: 92700.5 });
     // A weekly bucket holds the closed days of the week plus today's candle so far.

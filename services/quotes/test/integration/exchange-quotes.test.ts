@@ -127,7 +127,7 @@ describe('exchange source end to end (fake Binance + fake PTAX)', () => {
       { date: d('2026-03-13') / 1000, open: 83000 * 5.5, high: 84500 * 5.5, low: 82500 * 5.5, close: 84000 * 5.5, volume: 2 * 84000 * 5.5, adjustedClose: 84000 * 5.5 },
       { date: d('2026-03-14') / 1000, open: 85000 * 5.5, high: 86500 * 5.5, low: 84500 * 5.5, close: 86000 * 5.5, volume: 2 * 86000 * 5.5, adjustedClose: 86000 * 5.5 },
     ]);
-    const stored = await t.app.quotes.store.fxRates.range('BRL', '2026-03-01', '2026-03-31');
+    const stored = await t.services.store.fxRates.range('BRL', '2026-03-01', '2026-03-31');
     assert.deepEqual(stored, [
       { date: '2026-03-12', rate: 5.25 },
       { date: '2026-03-13', rate: 5.5 },
@@ -139,7 +139,7 @@ describe('exchange source end to end (fake Binance + fake PTAX)', () => {
     const sent = binance.pushMiniTicker(ticker('BTCUSDT', 100200, 1.1e6, { openPrice: 98000, highPrice: 101000, lowPrice: 97000 }), T0);
     assert.ok(sent > 0);
     await waitFor(async () => {
-      await t.app.quotes.snapshots.refreshNow();
+      await t.services.snapshots.refreshNow();
       return (await get('/api/v2/crypto?coin=BTC&currency=BRL')).json<CryptoJson>().coins[0]!.regularMarketPrice === 100200 * 5.5;
     }, { what: 'streamed price' });
   });
@@ -147,7 +147,7 @@ describe('exchange source end to end (fake Binance + fake PTAX)', () => {
   test('data going stale is answered with 503 stating its age', async () => {
     t.clock.advance(400_000); // MARKET_STALE_AFTER default 300 s; the exchange keeps its old closeTime
     binance.setTicker(ticker('BTCUSDT', 100000.5, 1e6, { closeTime: T0 - 1000 }));
-    await t.app.quotes.snapshots.refreshNow();
+    await t.services.snapshots.refreshNow();
     const res = await get('/api/v2/crypto?coin=ETH');
     assert.equal(res.statusCode, 503);
     assert.deepEqual(res.json(), { error: true, message: 'Quote temporarily unavailable: ETH (data is 401 s old; limit 300 s)' });
@@ -191,7 +191,7 @@ describe('several exchanges: volume weighting and outliers', () => {
       assert.equal(eth!.regularMarketPrice, 2000, 'the 15 % outlier is left out');
       assert.equal(eth!.regularMarketVolume, 5e6);
       assert.ok(t.logs.some((l) => l.includes('outlier') && l.includes('binanceus')), 'the outlier is logged');
-      assert.equal(t.app.quotes.counters.get('binanceus.outliers'), 1);
+      assert.equal(t.services.counters.get('binanceus.outliers'), 1);
 
       // CoinGecko's per-exchange tickers: every pair ingested, with what the aggregation made of it.
       const cg = async <T>(url: string): Promise<T> => {

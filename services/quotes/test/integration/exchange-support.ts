@@ -3,13 +3,13 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { FakeClock, tempDir } from '@rls/testkit';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../src/app.js';
-import { createDeps } from '../../src/compose.js';
+import { composeApp, createDeps, type QuotesServices } from '../../src/compose.js';
 import { createLogging } from '../../src/logger.js';
 import { loadSettings } from '../../src/settings.js';
 
 export interface ExchangeApp {
   app: FastifyInstance;
+  services: QuotesServices;
   clock: FakeClock;
   token: string;
   logs: string[];
@@ -53,10 +53,11 @@ export async function makeExchangeApp(clockMs: number, env: Record<string, strin
     },
   });
   await deps.store.migrate();
-  const app = await buildApp(settings, { ...deps, random: randomBytes });
-  const { token } = await app.quotes.accounts.createToken('t', 'pro');
+  const { app, services } = await composeApp(settings, { ...deps, random: randomBytes });
+  const { token } = await services.accounts.createToken('t', 'pro');
   return {
     app,
+    services,
     clock,
     token,
     logs,

@@ -81,13 +81,13 @@ async function both(p: Pair, plan: string, path: string, headers: Record<string,
   return a;
 }
 
-const counts = (t: TestApp) => ({ ...(t.app.quotes.fastPath?.counts ?? { served: -1, refused: -1 }) });
+const counts = (t: TestApp) => ({ ...(t.fastPath?.counts ?? { served: -1, refused: -1 }) });
 
 describe('cached-quote fast path', () => {
   test('answers cached quotes with the same status, header lines and body as the full pipeline', async () => {
     const p = await pair();
     try {
-      assert.equal(p.full.app.quotes.fastPath, undefined, 'QUOTES_FAST_PATH=false installs nothing');
+      assert.equal(p.full.fastPath, undefined, 'QUOTES_FAST_PATH=false installs nothing');
       const path = '/api/v2/crypto?coin=BTC,ETH,SOL';
       const first = await both(p, 'pro', path);
       assert.equal(first.status, 200);
@@ -151,7 +151,7 @@ describe('cached-quote fast path', () => {
       assert.notEqual(JSON.parse(pt.body).message, JSON.parse(refused.body).message, 'Portuguese text with pt-BR');
       assert.deepEqual(counts(p.fast), { served: 1, refused: 2 });
       for (const t of [p.fast, p.full]) {
-        await t.app.quotes.flushUsage();
+        await t.services.flushUsage();
         assert.equal(await t.store.usage.get(t.tokenIds.pro!, monthKey(T0)), 2, 'refusals are not counted');
       }
     } finally {
@@ -208,7 +208,7 @@ describe('cached-quote fast path', () => {
   test('with access logging on (info), the fast path serves and writes the same access lines as fastify', async () => {
     const p = await pair({ logLevel: 'info' });
     try {
-      assert.ok(p.fast.app.quotes.fastPath !== undefined, 'installed at the default log level');
+      assert.ok(p.fast.fastPath !== undefined, 'installed at the default log level');
       const path = '/api/v2/crypto?coin=BTC,ETH,SOL';
       await both(p, 'pro', path); // fills the cache through the route: req-1
       await both(p, 'pro', path, { 'x-request-id': 'client-chosen' }); // the header is not an id, as in fastify 5

@@ -3,13 +3,13 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { startPostgres, tempDir, type PostgresServer } from '@rls/testkit';
 import { HistoryService } from '../../src/history/history-service.js';
-import { BASE_OF, bucketStart, DAY, type BaseInterval, type Interval } from '../../src/history/intervals.js';
+import { BASE_OF, bucketStart, DAY, type BaseInterval, type Interval } from '../../src/domain/intervals.js';
 import { resample, type SeriesPoint } from '../../src/history/resample.js';
-import type { Candle, CandlePage, CandlePageRequest, MarketSource } from '../../src/market/types.js';
+import type { Candle, CandlePage, CandlePageRequest, MarketSource } from '../../src/domain/market.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { openPostgresStore } from '../../src/store/postgres-store.js';
 import { openSqliteStore } from '../../src/store/sqlite-store.js';
-import type { CandleRepository, Store } from '../../src/store/types.js';
+import type { CandleRepository, Store } from '../../src/domain/repositories.js';
 
 /** Thursday 1 January 2026 00:00 UTC: weeks start on the Monday before (29 December 2025). */
 const START = Date.UTC(2026, 0, 1) / 1000;

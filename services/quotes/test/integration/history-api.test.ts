@@ -194,7 +194,7 @@ describe('history: per-request budget, streamed answers, startDate/endDate', () 
         setTimeout(() => reject(new Error('no bytes')), 20_000).unref();
       });
       assert.ok(got > 10_000);
-      await waitFor(() => big.app.quotes.history.turns.pending === 0, { what: 'no history step left waiting', timeoutMs: 5000 });
+      await waitFor(() => big.services.history.turns.pending === 0, { what: 'no history step left waiting', timeoutMs: 5000 });
       const after = await fetch(`http://127.0.0.1:${port}${url}`, { headers: { authorization: `Bearer ${big.tokens.pro!}` } });
       assert.equal(after.status, 200);
       const body = (await after.json()) as CryptoJson;
@@ -233,7 +233,7 @@ describe('history: per-request budget, streamed answers, startDate/endDate', () 
       const etag = (await busy.app.inject({ url: large, method: 'HEAD', headers: auth })).headers.etag;
       for (let i = 0; i < 3; i++) assert.equal((await busy.app.inject({ url: large, headers: { ...auth, 'if-none-match': String(etag) } })).statusCode, 304);
       for (let i = 0; i < 2; i++) assert.equal((await busy.app.inject({ url: large, headers: auth })).statusCode, 200);
-      assert.equal(busy.app.quotes.history.turns.pending, 0);
+      assert.equal(busy.services.history.turns.pending, 0);
     } finally {
       await busy.close();
     }

@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BASE_OF, bucketStart, utcDate, type Interval, type Range } from '../../src/history/intervals.js';
+import { BASE_OF, bucketStart, utcDate, type Interval, type Range } from '../../src/domain/intervals.js';
 import { CURRENCIES } from '../../src/market/currencies.js';
 import { closeTo, makeTestApp, T0, type CoinJson, type CryptoJson, type TestApp } from '../support/helpers.js';
 

@@ -72,7 +72,7 @@ describe('quotes /metrics', () => {
     });
     server = await startServer(settings, { logger: pino({ level: 'silent' }), access: { write: () => {}, bindings: '' } });
     apiPort = Number(new URL(server.url).port);
-    token = (await server.app.quotes.accounts.createToken('metrics', 'pro')).token;
+    token = (await server.services.accounts.createToken('metrics', 'pro')).token;
   });
   after(async () => {
     await server?.stop();

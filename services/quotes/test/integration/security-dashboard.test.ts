@@ -6,7 +6,7 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { tempDir } from '@rls/testkit';
-import { SIGNUP_ACCEPTED } from '../../src/api/dashboard-routes.js';
+import { SIGNUP_ACCEPTED } from '../../src/dashboard/dashboard-routes.js';
 import { openSqliteStore } from '../../src/store/sqlite-store.js';
 import { Browser, makeDashboardApp, type DashboardApp } from '../support/dashboard-support.js';
 

@@ -2,11 +2,11 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { startPostgres, tempDir, type PostgresServer } from '@rls/testkit';
-import type { Candle } from '../../src/market/types.js';
+import type { Candle } from '../../src/domain/market.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { openPostgresStore } from '../../src/store/postgres-store.js';
 import { openSqliteStore } from '../../src/store/sqlite-store.js';
-import { TOKEN_BATCH, type Store, type TokenRecord } from '../../src/store/types.js';
+import { TOKEN_BATCH, type Store, type TokenRecord } from '../../src/domain/repositories.js';
 
 type OpenStore = () => Promise<{ store: Store; cleanup: () => Promise<void> }>;
 

@@ -4,7 +4,7 @@ import { setImmediate as turn } from 'node:timers/promises';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { waitFor } from '@rls/testkit';
-import type { MarketSource, Ticker } from '../../src/market/types.js';
+import type { MarketSource, Ticker } from '../../src/domain/market.js';
 import { QUOTE_CURRENCIES } from '../../src/market/currencies.js';
 import { makeTestApp, plansWith, type CryptoJson, type TestApp } from '../support/helpers.js';
 import { portOf, SseClient } from '../support/sse-client.js';
@@ -56,11 +56,11 @@ describe('GET /api/v2/crypto/stream (Server-Sent Events)', () => {
     (await t.app.inject({ url: `/api/v2/crypto?coin=${coins}&currency=BRL`, headers: { host: '127.0.0.1', authorization: `Bearer ${token}` } })).json<CryptoJson>();
   const closeAll = async (): Promise<void> => {
     for (const c of clients.splice(0)) c.close();
-    await waitFor(() => t.app.quotes.streams.stats().open === 0, { what: 'streams closed', ...BOUND });
+    await waitFor(() => t.services.streams.stats().open === 0, { what: 'streams closed', ...BOUND });
   };
   const usageOf = async (tokenId: string): Promise<number> => {
-    await t.app.quotes.flushUsage();
-    return (await t.app.quotes.accounts.usage()).find((r) => r.tokenId === tokenId)?.count ?? 0;
+    await t.services.flushUsage();
+    return (await t.services.accounts.usage()).find((r) => r.tokenId === tokenId)?.count ?? 0;
   };
 
   before(async () => {
@@ -91,7 +91,7 @@ describe('GET /api/v2/crypto/stream (Server-Sent Events)', () => {
     const bearer = await SseClient.open(port, '/api/v2/crypto/stream?coin=BTC', { authorization: `Bearer ${t.tokens.pro}` });
     clients.push(bearer);
     assert.equal(bearer.status, 200, 'Authorization: Bearer works as well as ?token=');
-    assert.equal(t.app.quotes.streams.stats().open, 1, 'refused requests hold no stream');
+    assert.equal(t.services.streams.stats().open, 1, 'refused requests hold no stream');
     await closeAll();
   });
 
@@ -114,7 +114,7 @@ describe('GET /api/v2/crypto/stream (Server-Sent Events)', () => {
     const c = await open(streamOf(t.tokens.pro!, 'BTC,ETH,SOL'));
     await waitFor(() => c.quoteEvents().length >= 1, { what: 'first event', ...BOUND });
     factor.set('BTC', 1.01);
-    await t.app.quotes.snapshots.refreshNow();
+    await t.services.snapshots.refreshNow();
     await waitFor(() => c.quoteEvents().length >= 2, { what: 'update after a refresh', ...BOUND });
     const update = c.quoteEvents()[1]!;
     assert.deepEqual(update.coins.map((x) => x.coin), ['BTC']);
@@ -145,12 +145,12 @@ describe('GET /api/v2/crypto/stream (Server-Sent Events)', () => {
     await waitFor(() => c1.quoteEvents().length >= 1, { what: 'first event', ...BOUND });
     const seen = c1.quoteEvents().at(-1)!.id!;
     await closeAll();
-    const hub = t.app.quotes.streams;
+    const hub = t.services.streams;
     const before = hub.stats();
     assert.equal(before.activePairs, 0, 'nobody follows the pairs now');
     assert.ok(before.pairs >= 3, 'they are kept for the resume window');
     factor.set('SOL', 1.05);
-    await t.app.quotes.snapshots.refreshNow();
+    await t.services.snapshots.refreshNow();
     await turn();
     assert.equal(hub.stats().pairQuotes, before.pairQuotes, 'idle pairs cost nothing at a refresh');
 
@@ -184,7 +184,7 @@ describe('GET /api/v2/crypto/stream (Server-Sent Events)', () => {
     const other = await open(streamOf(t.tokens.startup!, 'BTC'));
     assert.equal(other.status, 200, 'the limit is per token');
     a.close();
-    await waitFor(() => t.app.quotes.streams.openFor(t.tokenIds.pro!) === 1, { what: 'slot released', ...BOUND });
+    await waitFor(() => t.services.streams.openFor(t.tokenIds.pro!) === 1, { what: 'slot released', ...BOUND });
     const again = await open(streamOf(t.tokens.pro!, 'SOL'));
     assert.equal(again.status, 200);
     await closeAll();
@@ -219,10 +219,10 @@ describe('revocations and plan changes reach open streams (issue 23, finding 10)
     try {
       await t.app.listen({ host: '127.0.0.1', port: 0 });
       const port = portOf(t.app.server.address());
-      const hub = t.app.quotes.streams;
-      const accounts = t.app.quotes.accounts;
+      const hub = t.services.streams;
+      const accounts = t.services.accounts;
       const usage = async (id: string): Promise<number> => {
-        await t.app.quotes.flushUsage();
+        await t.services.flushUsage();
         return (await accounts.usage()).find((r) => r.tokenId === id)?.count ?? 0;
       };
       const open = async (token: string, coins: string): Promise<SseClient> => {
@@ -285,14 +285,14 @@ describe('stream bounds', () => {
         await waitFor(() => c.quoteEvents().length >= 1, { what: 'first event', ...BOUND });
         const eventBytes = Buffer.byteLength(c.events[0]!.data) + 64;
         c.pause();
-        const hub = t.app.quotes.streams;
+        const hub = t.services.streams;
         const heapBefore = liveHeap();
         // Every refresh changes all 20 coins: each would be one ~eventBytes event for this client,
         // ~25 MB in all, far more than the kernel's socket buffers take.
         let rounds = 0;
         while (rounds < 2500) {
           everything.by = 1 + ++rounds * 1e-7;
-          await t.app.quotes.snapshots.refreshNow();
+          await t.services.snapshots.refreshNow();
           await turn();
         }
         await waitFor(() => hub.stats().coalesced > 200, { what: 'updates coalesced once the client fell behind', ...BOUND });
@@ -320,7 +320,7 @@ describe('stream bounds', () => {
       await t.app.listen({ host: '127.0.0.1', port: 0 });
       const port = portOf(t.app.server.address());
       const coins = ((await t.app.inject({ url: '/api/v2/crypto/available', headers: { authorization: `Bearer ${t.tokens.pro}` } })).json<{ coins: string[] }>()).coins.filter((c) => c !== 'USDT');
-      const hub = t.app.quotes.streams;
+      const hub = t.services.streams;
       for (const currency of QUOTE_CURRENCIES) {
         for (let i = 0; i < coins.length; i += 20) {
           const c = await SseClient.open(port, `/api/v2/crypto/stream?coin=${coins.slice(i, i + 20).join(',')}&currency=${currency}&token=${t.tokens.pro}`);
@@ -333,9 +333,9 @@ describe('stream bounds', () => {
       const before = hub.stats();
       // Runs right after the hub's own listener started the fan-out: a request arriving then.
       let ranDuringFanOut: boolean | undefined;
-      const off = t.app.quotes.snapshots.onSnapshot(() => setImmediate(() => (ranDuringFanOut = hub.stats().fanOuts === before.fanOuts)));
+      const off = t.services.snapshots.onSnapshot(() => setImmediate(() => (ranDuringFanOut = hub.stats().fanOuts === before.fanOuts)));
       try {
-        await t.app.quotes.snapshots.refreshNow();
+        await t.services.snapshots.refreshNow();
         await waitFor(() => hub.stats().fanOuts > before.fanOuts, { what: 'the fan-out', ...BOUND });
       } finally {
         off();
@@ -364,7 +364,7 @@ describe('stream bounds', () => {
       assert.equal(res.headers.get('retry-after'), '5');
       assert.deepEqual(await res.json(), { error: true, message: 'The server has too many open streams, please retry shortly' });
       t.clock.advance(60_000);
-      await waitFor(() => t.app.quotes.streams.stats().closed.lifetime === 2, { what: 'lifetime bound', ...BOUND });
+      await waitFor(() => t.services.streams.stats().closed.lifetime === 2, { what: 'lifetime bound', ...BOUND });
       await waitFor(() => clients.every((c) => c.ended), { what: 'clients see the end', ...BOUND });
       const last = await SseClient.open(port, `/api/v2/crypto/stream?coin=BTC&token=${t.tokens.pro}`);
       clients.push(last);

@@ -45,13 +45,13 @@ describe('monthly usage and quotas', () => {
       assert.equal(april.headers['x-quota-reset'], '2026-05-01T00:00:00.000Z');
 
       // Counts are written behind (QUOTES_USAGE_FLUSH_MS); flush as the timer or shutdown would.
-      await t.app.quotes.flushUsage();
-      const march = await t.app.quotes.accounts.usage('2026-03');
+      await t.services.flushUsage();
+      const march = await t.services.accounts.usage('2026-03');
       const row = march.find((r) => r.tokenId === t.tokenIds.startup)!;
       assert.equal(row.count, 3, 'refused requests are not counted');
       assert.equal(row.limit, 3);
       assert.equal(march.find((r) => r.tokenId === t.tokenIds.pro)!.count, 1);
-      assert.equal((await t.app.quotes.accounts.usage()).find((r) => r.tokenId === t.tokenIds.startup)!.count, 1, 'current month by default');
+      assert.equal((await t.services.accounts.usage()).find((r) => r.tokenId === t.tokenIds.startup)!.count, 1, 'current month by default');
 
       // Durable: a separate connection (as the CLI would open) reads the same counts.
       const other = openSqliteStore(file);
@@ -105,9 +105,9 @@ describe('monthly usage and quotas', () => {
       } finally {
         await cliStore.close();
       }
-      assert.equal(await t.app.quotes.accounts.revoke(t.tokenIds.startup!), true);
+      assert.equal(await t.services.accounts.revoke(t.tokenIds.startup!), true);
       assert.equal((await get(t.tokens.startup!)).statusCode, 401);
-      const listed = await t.app.quotes.accounts.list();
+      const listed = await t.services.accounts.list();
       assert.ok(listed.every((r) => !JSON.stringify(r).includes(t.tokens.pro!)), 'tokens are not stored in clear');
     } finally {
       await t.close();

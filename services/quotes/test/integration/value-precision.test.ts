@@ -2,7 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { CURRENCIES } from '../../src/market/currencies.js';
-import { MAX_DIGITS, minorUnits, PRICE_DIGITS, RATE_DIGITS, valueFormat } from '../../src/service/value-precision.js';
+import { MAX_DIGITS, minorUnits, PRICE_DIGITS, RATE_DIGITS, valueFormat } from '../../src/domain/value-precision.js';
 import { digitsOf } from './value-digits.js';
 
 describe('value precision: one rounding for every output value', () => {

@@ -3,18 +3,19 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { FakeClock, tempDir } from '@rls/testkit';
 import type { FastifyInstance } from 'fastify';
-import { buildApp, type AppDeps } from '../../src/app.js';
+import { composeApp, type AppDeps, type QuotesServices } from '../../src/compose.js';
+import type { FastQuotePath } from '../../src/api/fast-quote.js';
 import { defaultPlansFile, loadPlans, parsePlans, type PlanCatalog } from '../../src/accounts/plans.js';
 import type { RequestLimiter } from '../../src/accounts/request-limiter.js';
 import type { RateLimitGate } from '../../src/ratelimit/rate-limit-gate.js';
 import { createLogging } from '../../src/logger.js';
 import { SimulatedFx } from '../../src/market/simulated-fx.js';
 import { SimulatedMarket } from '../../src/market/simulated-market.js';
-import type { FxSource, MarketSource } from '../../src/market/types.js';
+import type { FxSource, MarketSource } from '../../src/domain/market.js';
 import { packageRoot } from '../../src/package-root.js';
 import { loadSettings } from '../../src/settings.js';
 import { openSqliteStore } from '../../src/store/sqlite-store.js';
-import type { Store } from '../../src/store/types.js';
+import type { Store } from '../../src/domain/repositories.js';
 
 /** 15 March 2026, 12:34:56 UTC: mid-month, mid-day, not on a bucket boundary. */
 export const T0 = Date.UTC(2026, 2, 15, 12, 34, 56);
@@ -23,6 +24,10 @@ export const shippedPlans = (): PlanCatalog => loadPlans(defaultPlansFile(packag
 
 export interface TestApp {
   app: FastifyInstance;
+  /** The app's services (compose.ts), for CLI-like operations (tokens, flushing usage, snapshots). */
+  services: QuotesServices;
+  /** The cached-quote fast path, when installed (QUOTES_FAST_PATH). */
+  fastPath: FastQuotePath | undefined;
   clock: FakeClock;
   store: Store;
   market: SimulatedMarket;
@@ -77,16 +82,18 @@ export async function makeTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
     ...(opts.rateLimit === undefined ? {} : { rateLimit: opts.rateLimit }),
   };
   const settings = loadSettings({}, { QUOTES_DATA_DIR: dir.path, ...opts.settings });
-  const app = await buildApp(settings, deps);
+  const { app, services, fastPath } = await composeApp(settings, deps);
   const tokens: Record<string, string> = {};
   const tokenIds: Record<string, string> = {};
   for (const planId of plans.keys()) {
-    const { token, record } = await app.quotes.accounts.createToken(`test-${planId}`, planId);
+    const { token, record } = await services.accounts.createToken(`test-${planId}`, planId);
     tokens[planId] = token;
     tokenIds[planId] = record.id;
   }
   return {
     app,
+    services,
+    fastPath,
     clock,
     store,
     market,

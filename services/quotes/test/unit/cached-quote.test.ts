@@ -14,7 +14,7 @@ import type { FxHistory } from '../../src/history/fx-history.js';
 import type { HistoryService } from '../../src/history/history-service.js';
 import { CoinCatalog } from '../../src/market/coin-catalog.js';
 import { MarketSnapshots } from '../../src/market/market-snapshots.js';
-import type { FxSnapshot, FxSource, MarketSource, Ticker } from '../../src/market/types.js';
+import type { FxSnapshot, FxSource, MarketSource, Ticker } from '../../src/domain/market.js';
 import { QuoteService, type CryptoRequest, type CryptoResult } from '../../src/service/quote-service.js';
 import { parsePublicOrigin } from '../../src/origin.js';
 

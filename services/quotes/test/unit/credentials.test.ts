@@ -3,9 +3,9 @@
 // fast path read the token with).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { maskCredentials } from '../../src/api/credentials.js';
+import { maskCredentials } from '../../src/http/credentials.js';
 import { tokenOf } from '../../src/api/authenticator.js';
-import { parseQueryString } from '../../src/api/query-string.js';
+import { parseQueryString } from '../../src/http/query-string.js';
 import { coingeckoToken } from '../../src/coingecko/cg-routes.js';
 
 const T = 'qt_SECRETsecretSECRETsecret0123456789abcdefgh';

@@ -1,10 +1,10 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { HistoryService } from '../../src/history/history-service.js';
-import { DAY } from '../../src/history/intervals.js';
+import { DAY } from '../../src/domain/intervals.js';
 import { resample } from '../../src/history/resample.js';
-import type { BaseInterval } from '../../src/history/intervals.js';
-import type { Candle, CandlePage, CandlePageRequest, MarketSource } from '../../src/market/types.js';
+import type { BaseInterval } from '../../src/domain/intervals.js';
+import type { Candle, CandlePage, CandlePageRequest, MarketSource } from '../../src/domain/market.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 
 /** Monday 16 March 2026 00:00 UTC. */

@@ -3,12 +3,12 @@ import assert from 'node:assert/strict';
 import { FakeClock } from '@rls/testkit';
 import { parsePlans } from '../../src/accounts/plans.js';
 import { pickLanguage } from '../../src/api/messages.js';
-import { alignUp, bucketEnd, bucketStart, type BaseInterval } from '../../src/history/intervals.js';
+import { alignUp, bucketEnd, bucketStart, type BaseInterval } from '../../src/domain/intervals.js';
 import { cappedRange, historyWindow, rangeStart, resolveHistoryParams } from '../../src/history/range-rules.js';
 import { resample } from '../../src/history/resample.js';
 import { SimulatedMarket } from '../../src/market/simulated-market.js';
 import { loadSettings, SettingsError } from '../../src/settings.js';
-import { maskCredentials } from '../../src/api/credentials.js';
+import { maskCredentials } from '../../src/http/credentials.js';
 import { QuotesError } from '../../src/errors.js';
 
 const s = (iso: string): number => Date.parse(iso) / 1000;

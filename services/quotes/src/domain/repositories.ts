@@ -1,6 +1,6 @@
-import type { DailyUsageRepository, SessionRepository, UserRepository } from './dashboard-types.js';
-import type { BaseInterval } from '../history/intervals.js';
-import type { Candle, DailyRate } from '../market/types.js';
+import type { DailyUsageRepository, SessionRepository, UserRepository } from './dashboard-repositories.js';
+import type { BaseInterval } from './intervals.js';
+import type { Candle, DailyRate } from './market.js';
 
 export interface TokenRecord {
   id: string;

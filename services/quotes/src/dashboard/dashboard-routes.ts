@@ -4,8 +4,8 @@ import type { RandomBytes } from '../accounts/tokens.js';
 import type { UserService } from '../accounts/user-service.js';
 import { QuotesError } from '../errors.js';
 import type { LoginThrottle } from '../ratelimit/login-throttle.js';
-import type { UserRecord } from '../store/dashboard-types.js';
-import { readCookies, secureCookies, serializeCookie } from './cookies.js';
+import type { UserRecord } from '../domain/dashboard-repositories.js';
+import { readCookies, secureCookies, serializeCookie } from '../api/cookies.js';
 import type { DashboardAssets } from './dashboard-assets.js';
 
 export interface DashboardRoutesDeps {

@@ -6,7 +6,7 @@ import type { CoinCatalog } from '../market/coin-catalog.js';
 import { CURRENCIES, isCurrency } from '../market/currencies.js';
 import type { PublicThrottle } from '../ratelimit/public-throttle.js';
 import type { QuoteService } from '../service/quote-service.js';
-import { cryptoRequest, queryValue, type RawQuery } from './crypto-query.js';
+import { cryptoRequest, queryValue, type RawQuery } from '../api/crypto-query.js';
 import { marketBoardJson } from './market-board.js';
 import { ORIGIN_MARK, OriginJson, requestOrigin, type Origin } from '../origin.js';
 

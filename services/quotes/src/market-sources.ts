@@ -1,17 +1,17 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { mathRandom, type RandomSource } from '@rls/engine';
-import type { Clock } from '../clock.js';
-import type { Settings } from '../settings.js';
-import { EcbFx } from './ecb-fx.js';
-import { CcxtExchangeClient } from './exchange-client.js';
-import { ExchangeMarket } from './exchange-market.js';
-import { httpGetter, type HttpGetter } from './http-json.js';
-import { OfficialLatest, type OfficialRates } from './official-latest.js';
-import { PtaxFx } from './ptax-fx.js';
-import type { RetryPolicy, UpstreamCounters } from './retry.js';
-import type { SupplySource } from './supply-source.js';
-import type { FxSnapshot } from './types.js';
+import type { Clock } from './clock.js';
+import type { Settings } from './settings.js';
+import { EcbFx } from './market/ecb-fx.js';
+import { CcxtExchangeClient } from './market/exchange-client.js';
+import { ExchangeMarket } from './market/exchange-market.js';
+import { httpGetter, type HttpGetter } from './market/http-json.js';
+import { OfficialLatest, type OfficialRates } from './market/official-latest.js';
+import { PtaxFx } from './market/ptax-fx.js';
+import type { RetryPolicy, UpstreamCounters } from './market/retry.js';
+import type { SupplySource } from './market/supply-source.js';
+import type { FxSnapshot } from './domain/market.js';
 
 /**
  * Builders of the market and FX sources, one implementation each, with the wiring they need

@@ -1,4 +1,4 @@
-import type { BaseInterval } from '../history/intervals.js';
+import type { BaseInterval } from './intervals.js';
 
 /** One OHLCV candle in USD. `time` is the bucket's open time (Unix seconds). */
 export interface Candle {

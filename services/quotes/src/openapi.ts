@@ -1,9 +1,9 @@
-import type { PlanCatalog } from '../accounts/plans.js';
-import { INTERVALS, RANGES } from '../history/intervals.js';
-import { QUOTE_CURRENCIES } from '../market/currencies.js';
-import { COINGECKO_SECURITY_SCHEMES, coingeckoPaths } from '../coingecko/cg-openapi.js';
-import { coingeckoMorePaths } from '../coingecko/cg-openapi-more.js';
-import { currencyPaths } from './currency-openapi.js';
+import type { PlanCatalog } from './accounts/plans.js';
+import { INTERVALS, RANGES } from './domain/intervals.js';
+import { QUOTE_CURRENCIES } from './market/currencies.js';
+import { COINGECKO_SECURITY_SCHEMES, coingeckoPaths } from './coingecko/cg-openapi.js';
+import { coingeckoMorePaths } from './coingecko/cg-openapi-more.js';
+import { currencyPaths } from './api/currency-openapi.js';
 
 const num = { type: 'number' };
 const nullableNum = { type: ['number', 'null'] };

@@ -1,5 +1,7 @@
 import fastQuerystring from 'fast-querystring';
-import type { RawQuery } from './crypto-query.js';
+
+/** A query string as parsed: repeated names collect into arrays. */
+export type RawQuery = Record<string, string | string[] | undefined>;
 
 /**
  * The query-string parser of every route (fastify's router is configured with it) and of the
