@@ -14,7 +14,6 @@ import { registerCurrencyRoutes } from './api/currency-routes.js';
 import { clientErrorOptions, frameworkErrorsOption, installErrorHandling } from './api/error-handler.js';
 import type { IconStore } from './api/icons.js';
 import { registerMetaRoutes } from './api/meta-routes.js';
-import './api/request-context.js';
 import type { Clock } from './clock.js';
 import { registerCoinGeckoExchangeRoutes } from './coingecko/cg-exchange-routes.js';
 import { registerCoinGeckoHistoryRoutes } from './coingecko/cg-history-routes.js';
@@ -135,11 +134,9 @@ export async function buildApp(settings: Readonly<Settings>, services: AppServic
       await services.flushUsage();
     });
   }
-  app.decorateRequest('startedAt', 0);
   // On every response: the data source and CORS (the fast path writes the same list).
   const commonHeaders = services.commonHeaders;
   app.addHook('onRequest', (request, reply, done) => {
-    request.startedAt = performance.now();
     for (let i = 0; i < commonHeaders.length; i += 2) reply.header(commonHeaders[i]!, commonHeaders[i + 1]);
     done();
   });

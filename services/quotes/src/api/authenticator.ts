@@ -6,7 +6,6 @@ import { QuotesError } from '../errors.js';
 import { admitAll } from './admission.js';
 import { TOKEN_PARAM } from '../http/credentials.js';
 import { queryValue, type RawQuery } from './crypto-query.js';
-import './request-context.js';
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 

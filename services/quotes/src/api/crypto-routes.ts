@@ -8,7 +8,6 @@ import type { CoinCatalog } from '../market/coin-catalog.js';
 import type { CryptoResult, QuoteService, StreamedCryptoResult } from '../service/quote-service.js';
 import { cacheableAnswer, quoteAnswer, sendAnswer } from './answers.js';
 import { cryptoRequest, queryValue, type RawQuery } from './crypto-query.js';
-import './request-context.js';
 import { requestOrigin, type Origin } from '../origin.js';
 
 export interface CryptoRoutesDeps {
@@ -31,7 +30,7 @@ function refuseMethod(): never {
  * it is produced (chunked transfer, back-pressured by the socket). `took` is the whole time,
  * written last.
  */
-function sendStreamed(reply: FastifyReply, result: StreamedCryptoResult, ifNoneMatch: string | undefined, now: number, startedAt: number, isHead: boolean): FastifyReply {
+function sendStreamed(reply: FastifyReply, result: StreamedCryptoResult, ifNoneMatch: string | undefined, now: number, elapsedMs: () => number, isHead: boolean): FastifyReply {
   const head = cacheableAnswer('', result.etag, result.maxAgeSeconds, ifNoneMatch);
   if (head.status === 304) {
     result.release();
@@ -48,7 +47,7 @@ function sendStreamed(reply: FastifyReply, result: StreamedCryptoResult, ifNoneM
   async function* body(): AsyncGenerator<string> {
     yield '{"coins":';
     yield* result.coinsChunks();
-    yield `,"requestedAt":"${requestedAt}","took":${Math.max(0, Math.round(performance.now() - startedAt))}}`;
+    yield `,"requestedAt":"${requestedAt}","took":${Math.max(0, Math.round(elapsedMs()))}}`;
   }
   return reply.code(200).send(Readable.from(body(), { objectMode: false, highWaterMark: STREAM_HIGH_WATER }));
 }
@@ -69,10 +68,10 @@ export function registerCryptoRoutes(app: FastifyInstance, deps: CryptoRoutesDep
       // Its production slot is freed when the response is over: written, 304, or the client gone.
       reply.raw.once('close', () => streamed.release());
       // Small answers already made for this snapshot are sent whole, as the fast path sends them.
-      if (streamed.coinsJson === undefined) return sendStreamed(reply, streamed, request.headers['if-none-match'], deps.clock.now(), request.startedAt, request.method === 'HEAD');
+      if (streamed.coinsJson === undefined) return sendStreamed(reply, streamed, request.headers['if-none-match'], deps.clock.now(), () => reply.elapsedTime, request.method === 'HEAD');
       result = { coinsJson: streamed.coinsJson, etag: streamed.etag, maxAgeSeconds: streamed.maxAgeSeconds };
     } else result = await deps.quotes.quote(req);
-    const took = Math.max(0, Math.round(performance.now() - request.startedAt));
+    const took = Math.max(0, Math.round(reply.elapsedTime));
     return sendAnswer(reply, quoteAnswer(result, request.headers['if-none-match'], deps.clock.now(), took));
   });
 

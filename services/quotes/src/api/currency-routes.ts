@@ -8,7 +8,6 @@ import { cacheableAnswer, sendAnswer } from './answers.js';
 import type { Authenticate } from './authenticator.js';
 import { queryValue, type RawQuery } from './crypto-query.js';
 import { availablePairs, pairQuote, parsePairs } from './currency-quotes.js';
-import './request-context.js';
 
 export interface CurrencyRoutesDeps {
   snapshots: MarketSnapshots;
@@ -54,7 +53,7 @@ export function registerCurrencyRoutes(app: FastifyInstance, deps: CurrencyRoute
     for (const c of new Set(pairs.flatMap((p) => [p.from, p.to]))) if (c !== 'USD') lookups.set(c, await deps.fxHistory.lookup(c));
     const fixingOn = (c: string, day: number): number | null => lookups.get(c)?.(day) ?? null;
     const json = JSON.stringify(pairs.map((p) => pairQuote(fx, p, deps.fxKind, fixingOn)));
-    const took = Math.max(0, Math.round(performance.now() - request.startedAt));
+    const took = Math.max(0, Math.round(reply.elapsedTime));
     const body = `{"currency":${json},"requestedAt":"${new Date(deps.clock.now()).toISOString()}","took":${took}}`;
     return sendAnswer(reply, cacheableAnswer(body, etagOf(json), maxAge, request.headers['if-none-match']));
   });

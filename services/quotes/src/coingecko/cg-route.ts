@@ -3,7 +3,6 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { cacheableAnswer, sendAnswer } from '../api/answers.js';
 import type { Authenticate } from '../api/authenticator.js';
 import type { RawQuery } from '../api/crypto-query.js';
-import '../api/request-context.js';
 import type { Clock } from '../clock.js';
 import { QuotesError } from '../errors.js';
 import { ByteLru } from '../history/byte-lru.js';

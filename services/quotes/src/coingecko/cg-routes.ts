@@ -5,7 +5,6 @@ import { cacheableAnswer, sendAnswer } from '../api/answers.js';
 import { tokenOf, type Authenticate } from '../api/authenticator.js';
 import { CG_KEY_HEADERS, CG_KEY_PARAMS } from '../http/credentials.js';
 import { queryValue, type RawQuery } from '../api/crypto-query.js';
-import '../api/request-context.js';
 import type { Clock } from '../clock.js';
 import { QuotesError } from '../errors.js';
 import { DAY } from '../domain/intervals.js';

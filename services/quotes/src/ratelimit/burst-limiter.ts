@@ -20,14 +20,18 @@ export function burstDescriptors(planId: string, tokenId: string): RequestDescri
   ];
 }
 
+/** Prepared decisions kept (one per plan and token in use). */
+const PREPARED_MAX = 10_000;
+
 /** Per-plan, per-token burst limits from the `quotes` rule file: 429 with RateLimit-* and Retry-After. */
 export class BurstLimiter implements RequestLimiter {
   readonly name = 'burst';
   /**
-   * Each account's descriptors, prepared once (the embedded engine keeps their rule matches and
-   * counter keys): accounts are the token cache's objects, so entries go with them.
+   * Each (plan, token)'s descriptors, prepared once (the embedded engine keeps their rule matches and
+   * counter keys), keyed by what the descriptors are made of: a plan change is another key. Bounded:
+   * PREPARED_MAX entries, all dropped when full (they are rebuilt on the next request).
    */
-  private readonly prepared = new WeakMap<Account, PreparedDecision>();
+  private readonly prepared = new Map<string, PreparedDecision>();
   constructor(private readonly gate: RateLimitGate) {}
   async admit(account: Account): Promise<Readonly<Record<string, string>>> {
     const out = await this.gate.check(burstDescriptors(account.plan.id, account.tokenId));
@@ -36,10 +40,14 @@ export class BurstLimiter implements RequestLimiter {
   }
   /** Decided at once when the gate can (embedded engine), else undefined for `admit`. */
   admitNow(account: Account): Readonly<Record<string, string>> | undefined {
-    let prepared = this.prepared.get(account);
+    const key = `${account.plan.id}\n${account.tokenId}`;
+    let prepared = this.prepared.get(key);
     if (prepared === undefined) {
       prepared = this.gate.prepare(burstDescriptors(account.plan.id, account.tokenId));
-      if (prepared !== undefined) this.prepared.set(account, prepared);
+      if (prepared !== undefined) {
+        if (this.prepared.size >= PREPARED_MAX) this.prepared.clear();
+        this.prepared.set(key, prepared);
+      }
     }
     const out = prepared === undefined ? this.gate.checkNow(burstDescriptors(account.plan.id, account.tokenId)) : this.gate.checkPreparedNow(prepared);
     if (out === undefined) return undefined;

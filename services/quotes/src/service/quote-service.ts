@@ -17,18 +17,32 @@ import type { RateOn } from '../history/fx-history.js';
 import { valueFormat } from '../domain/value-precision.js';
 import { ORIGIN_MARK, OriginJson, type Origin } from '../origin.js';
 
-export interface CryptoRequest {
+export interface CryptoRequest extends QuoteKey {
   /** Upper-case, de-duplicated, all known to the catalogue. */
-  coins: readonly string[];
-  currency: string;
+  readonly coins: readonly string[];
   history: HistoryParams | undefined;
   plan: Plan;
   /** Origin of absolute icon URLs (validated: see origin.ts); never part of a cache key. */
   baseUrl: Origin;
 }
 
-/** What a quote without history depends on (and is cached by). */
-export type QuoteKey = Pick<CryptoRequest, 'coins' | 'currency'>;
+/** What a quote without history depends on, and the cache key made of it (build it with `quoteKey`). */
+export interface QuoteKey {
+  readonly coins: readonly string[];
+  readonly currency: string;
+  /** `currency|coin,coin,…`: the quote cache's key, made once when the request is built. */
+  readonly key: string;
+}
+
+/** The quote cache's key of `coins` (upper-case, de-duplicated) in `currency`. */
+export function quoteKeyText(coins: readonly string[], currency: string): string {
+  return `${currency}|${coins.join(',')}`;
+}
+
+/** The QuoteKey of `coins` in `currency`. */
+export function quoteKey(coins: readonly string[], currency: string): QuoteKey {
+  return { coins, currency, key: quoteKeyText(coins, currency) };
+}
 
 export interface CryptoResult {
   /** The JSON text of the `coins` array. */
@@ -133,10 +147,6 @@ interface HistoryCoin {
  * (it only decides what may be asked) nor the origin (put in as the answer is sent), so no request
  * header multiplies the entries.
  */
-function cacheKey(req: QuoteKey): string {
-  return `${req.currency}|${req.coins.join(',')}`;
-}
-
 /** A history answer also depends on the window and the plan (its validRanges and validIntervals). */
 function historyKey(req: CryptoRequest): string {
   const h = req.history;
@@ -152,8 +162,6 @@ function historyKey(req: CryptoRequest): string {
 export class QuoteService {
   /** Answers without history, bounded in bytes; a hit does not reorder (oldest inserted dropped first: each snapshot inserts anew what is asked). */
   readonly cache: ByteLru<CachedQuote>;
-  /** Cache keys of the request objects `cachedQuote` was asked about (callers reuse parsed requests). */
-  private readonly keys = new WeakMap<CryptoRequest, string>();
   private readonly maxPoints: number;
   private readonly chunkPoints: number;
   /** Whole history answers of the current snapshot, bounded in bytes (a text's length is its size: JSON here is ASCII). */
@@ -315,7 +323,7 @@ export class QuoteService {
   /** The cache entry of a quote without history for the current snapshot, built when missing. */
   private async cachedEntry(req: QuoteKey): Promise<{ entry: CachedQuote; maxAgeSeconds: number }> {
     const { snap, rate, maxAgeSeconds } = await this.answerable(req);
-    const key = cacheKey(req);
+    const key = req.key;
     let entry = this.cache.peek(key);
     if (entry === undefined || entry.version !== snap.version) {
       // Counted here (peek counts nothing): the metrics' hit ratio of the quote cache.
@@ -349,12 +357,7 @@ export class QuoteService {
     if (snap === undefined) return undefined;
     const now = this.deps.clock.now();
     if (req.history === undefined) {
-      let key = this.keys.get(req);
-      if (key === undefined) {
-        key = cacheKey(req);
-        this.keys.set(req, key);
-      }
-      const hit = this.cache.peek(key);
+      const hit = this.cache.peek(req.key);
       if (hit === undefined || hit.version !== snap.version) return undefined;
       // What `problem` would say for this snapshot (see `quote`), but for the age of its tickers.
       if (now > hit.freshUntil && this.problem(snap, req, now) !== undefined) return undefined;

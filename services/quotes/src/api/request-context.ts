@@ -1,8 +1,0 @@
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** performance.now() when the request arrived, for `took`. */
-    startedAt: number;
-  }
-}
-
-export {};
