@@ -1,7 +1,7 @@
 // The `cidr:` and `prefix:` rules of one descriptor key at one level of the rule tree, indexed so
 // that a lookup costs the same with 10 rules or 100,000 (docs/ratelimit.md, "Matching by CIDR and
 // prefix"): CIDR blocks in a trie per IP version that reads four bits per step (at most 8 or 32
-// steps, each within one 128-byte node),
+// steps, each within one 128-byte node; a big trie starts with one read of a 16-bit table),
 // prefixes in a radix tree (at most one step per character of the request value, one string
 // comparison per edge). The longest matching block or prefix wins. Built once when the rules load;
 // a lookup allocates nothing.
