@@ -1,7 +1,7 @@
 // The `cidr:` and `prefix:` rules of one descriptor key at one level of the rule tree, indexed so
 // that a lookup costs the same with 10 rules or 100,000 (docs/ratelimit.md, "Matching by CIDR and
 // prefix"): CIDR blocks in a trie per IP version that reads four bits per step (at most 8 or 32
-// steps, each within one 128-byte node),
+// steps, each within one 128-byte node; a big trie starts with one read of a 16-bit table),
 // prefixes in a radix tree (at most one step per character of the request value, one string
 // comparison per edge). The longest matching block or prefix wins. Built once when the rules load;
 // a lookup allocates nothing.
@@ -22,6 +22,15 @@ class NibbleTrie {
   private size = 1;
   /** A /0 block's value (-1: none). */
   private all = -1;
+  /**
+   * Built by trim() for a trie of TOP_TABLE_MIN_NODES nodes or more: slot x is the node reached
+   * after the `skip` shared bits and the 16 bits x (`top[2x]`, 0: none) and the longest block on
+   * that way (`top[2x + 1]`, -1: none). 512 KB, so small tries go without.
+   */
+  private top: Int32Array | undefined;
+  /** Leading bits (a multiple of 16) every block shares, skipped by `top`, and their value. */
+  private skip = 0;
+  private skipWords: Uint32Array = new Uint32Array(4);
 
   private static fresh(nodes: number): Int32Array {
     const a = new Int32Array(nodes * 32);
@@ -31,6 +40,7 @@ class NibbleTrie {
 
   /** Adds the block of the first `bits` bits of `words`; false (nothing changed) when that block is already present. */
   insert(words: readonly number[], bits: number, index: number): boolean {
+    this.top = undefined;
     if (bits === 0) {
       if (this.all >= 0) return false;
       this.all = index;
@@ -65,9 +75,25 @@ class NibbleTrie {
   /** The value of the longest block containing the IPv4 address `addr`, or -1. */
   lookup32(addr: number): number {
     const cells = this.cells;
-    let best = this.all;
-    let node = 0;
-    for (let shift = 28; shift >= 0; shift -= 4) {
+    const top = this.top;
+    let best: number;
+    let node: number;
+    let shift: number;
+    if (top === undefined) {
+      best = this.all;
+      node = 0;
+      shift = 28;
+    } else {
+      // The bits every block shares (0 or 16 here) must match; then one read for the next 16.
+      const skip = this.skip;
+      if (skip !== 0 && addr >>> 16 !== this.skipWords[0]! >>> 16) return this.all;
+      const at = ((addr >>> (16 - skip)) & 0xffff) * 2;
+      best = top[at + 1]!;
+      node = top[at]!;
+      if (node === 0) return best;
+      shift = 12 - skip;
+    }
+    for (; shift >= 0; shift -= 4) {
       const at = node * 32 + ((addr >>> shift) & 0xf) * 2;
       const v = cells[at + 1]!;
       if (v >= 0) best = v;
@@ -80,26 +106,103 @@ class NibbleTrie {
   /** The value of the longest block containing the IPv6 address `words`, or -1. */
   lookup128(words: Uint32Array): number {
     const cells = this.cells;
-    let best = this.all;
-    let node = 0;
-    for (let w = 0; w < 4; w++) {
-      const word = words[w]!;
-      for (let shift = 28; shift >= 0; shift -= 4) {
-        const at = node * 32 + ((word >>> shift) & 0xf) * 2;
-        const v = cells[at + 1]!;
-        if (v >= 0) best = v;
-        node = cells[at]!;
-        if (node === 0) return best;
-      }
+    const top = this.top;
+    let best: number;
+    let node: number;
+    let d: number;
+    if (top === undefined) {
+      best = this.all;
+      node = 0;
+      d = 0;
+    } else {
+      // The bits every block shares (a multiple of 16) must match; then one read for the next 16.
+      const skip = this.skip;
+      for (let w = 0; w < skip >>> 5; w++) if (words[w] !== this.skipWords[w]) return this.all;
+      if ((skip & 31) !== 0 && words[skip >>> 5]! >>> 16 !== this.skipWords[skip >>> 5]! >>> 16) return this.all;
+      const at = ((words[skip >>> 5]! >>> (16 - (skip & 31))) & 0xffff) * 2;
+      best = top[at + 1]!;
+      node = top[at]!;
+      if (node === 0) return best;
+      d = (skip >>> 2) + 4;
+    }
+    for (; d < 32; d++) {
+      const at = node * 32 + ((words[d >>> 3]! >>> (28 - 4 * (d & 7))) & 0xf) * 2;
+      const v = cells[at + 1]!;
+      if (v >= 0) best = v;
+      node = cells[at]!;
+      if (node === 0) return best;
     }
     return best;
   }
 
-  /** Drops the room kept for more nodes (capacity doubles as blocks are added). */
-  trim(): void {
-    if (this.size * 32 === this.cells.length) return;
-    this.cells = this.cells.slice(0, this.size * 32);
-    this.lens = this.lens.slice(0, this.size * 16);
+  /** The leading bits the first-level table skips, or undefined when there is no table (a small trie, or not trimmed). */
+  get topSkip(): number | undefined {
+    return this.top === undefined ? undefined : this.skip;
+  }
+
+  /**
+   * Drops the room kept for more nodes (capacity doubles as blocks are added) and, for a big trie,
+   * builds the first-level table (see `top`).
+   */
+  trim(bits: number, topTableMinNodes: number): void {
+    if (this.size * 32 !== this.cells.length) {
+      this.cells = this.cells.slice(0, this.size * 32);
+      this.lens = this.lens.slice(0, this.size * 16);
+    }
+    this.top = undefined;
+    if (this.size >= topTableMinNodes) this.buildTop(bits);
+  }
+
+  /**
+   * The first-level table: the trie walked once for every value of 16 bits, after the leading bits
+   * all blocks share (`skip`, a multiple of 16: 0 for IPv4 lists, 32 for blocks all under
+   * 2001:db8::/32), so a lookup reads one slot for those bits instead of up to four nodes from
+   * the root, the ones that miss the cache in a big trie. Derived from the nodes: an insert drops
+   * it and the next trim builds it again.
+   */
+  private buildTop(bits: number): void {
+    const cells = this.cells;
+    // The shared leading nibbles: a chain of nodes with one child and no block ending in them.
+    let node = 0;
+    let nibbles = 0;
+    const path: number[] = [];
+    for (;;) {
+      let child = -1;
+      let only = true;
+      for (let s = 0; s < 16; s++) {
+        const at = node * 32 + s * 2;
+        if (cells[at + 1]! >= 0) only = false;
+        if (cells[at] !== 0) {
+          if (child >= 0) only = false;
+          child = s;
+        }
+      }
+      if (!only || child < 0 || (nibbles + 1) * 4 + 16 > bits) break;
+      path.push(child);
+      node = cells[node * 32 + child * 2]!;
+      nibbles++;
+    }
+    const skipNibbles = nibbles - (nibbles % 4);
+    this.skip = skipNibbles * 4;
+    this.skipWords = new Uint32Array(4);
+    for (let d = 0; d < skipNibbles; d++) this.skipWords[d >>> 3]! |= path[d]! << (28 - 4 * (d & 7));
+    let start = 0;
+    for (let d = 0; d < skipNibbles; d++) start = cells[start * 32 + path[d]! * 2]!;
+    const top = new Int32Array(65536 * 2);
+    for (let x = 0; x < 65536; x++) {
+      let best = this.all;
+      let n = start;
+      for (let shift = 12; shift >= 0; shift -= 4) {
+        const at = n * 32 + ((x >>> shift) & 0xf) * 2;
+        const v = cells[at + 1]!;
+        if (v >= 0) best = v;
+        n = cells[at]!;
+        if (n === 0) break;
+      }
+      top[x * 2] = n;
+      top[x * 2 + 1] = best;
+    }
+    this.top = top;
   }
 
   private newNode(): number {
@@ -114,6 +217,12 @@ class NibbleTrie {
     return this.size++;
   }
 }
+
+/**
+ * A trie of this many nodes (128 bytes each: 512 KB) or more gets the 16-bit first-level table; a
+ * smaller one stays cached as it is, and would spend more memory on the table than on its nodes.
+ */
+const TOP_TABLE_MIN_NODES = 4096;
 
 /** The d-th nibble (0 = most significant) of an address given as 32-bit words. */
 function nibbleOf(words: readonly number[], d: number): number {
@@ -200,10 +309,21 @@ export class ValueIndex<T> {
     return true;
   }
 
-  /** Gives back the memory kept for growth; adding after this still works (the tries grow again). */
-  trim(): void {
-    this.v4?.trim();
-    this.v6?.trim();
+  /**
+   * Gives back the memory kept for growth and gives a trie of `topTableMinNodes` nodes or more its
+   * first-level table (tests pass a smaller bound); adding after this still works (the tries grow again).
+   */
+  trim(topTableMinNodes = TOP_TABLE_MIN_NODES): void {
+    this.v4?.trim(32, topTableMinNodes);
+    this.v6?.trim(128, topTableMinNodes);
+  }
+
+  /**
+   * Per IP version, the leading bits the first-level table of a big trie skips (undefined: no
+   * table); for tests and diagnostics.
+   */
+  firstLevel(): { readonly v4: number | undefined; readonly v6: number | undefined } {
+    return { v4: this.v4?.topSkip, v6: this.v6?.topSkip };
   }
 
   /** Adds a prefix; false when it is already present. */

@@ -269,6 +269,86 @@ describe('property: the trie picks what a linear scan picks', () => {
     );
   });
 
+  test('CIDR in a big trie: the first-level table (after the bits all blocks share) picks what a linear scan picks', () => {
+    // 300 long blocks under a random common prefix (0 to 48 bits), the table built whatever the
+    // trie's size; a few random blocks beside them may break the common prefix (then nothing is skipped).
+    const width = fc.boolean();
+    fc.assert(
+      fc.property(
+        width,
+        fc.constantFrom(0, 8, 16, 20, 32, 40, 48),
+        fc.bigInt({ min: 0n, max: 2n ** 128n - 1n }),
+        fc.uniqueArray(ruleArb, { maxLength: 4, selector: (r) => `${r.v6}/${r.n}/${r.bits}` }),
+        fc.array(fc.tuple(fc.nat(), fc.bigInt({ min: 0n, max: 2n ** 128n - 1n }), fc.nat(), fc.boolean()), { minLength: 1, maxLength: 30 }),
+        fc.integer({ min: 1, max: 2 ** 30 }),
+        (v6, common, prefixBits, extra, probes, seed) => {
+          const w = v6 ? 128 : 32;
+          const c = Math.min(common, w - 16);
+          const all = (1n << BigInt(w)) - 1n;
+          const prefix = (prefixBits & all) & maskOf(c, w);
+          let x = seed;
+          const rnd = (): bigint => {
+            x ^= x << 13;
+            x ^= x >>> 17;
+            x ^= x << 5;
+            return BigInt(x >>> 0);
+          };
+          const rules: RuleDef[] = [];
+          const seen = new Set<string>();
+          while (rules.length < 300) {
+            const bits = w - Number(rnd() % 9n);
+            let n = 0n;
+            for (let k = 0; k < w / 32; k++) n = (n << 32n) | rnd();
+            n = (prefix | (n & ~maskOf(c, w) & all)) & maskOf(bits, w);
+            const id = `${n}/${bits}`;
+            if (seen.has(id)) continue;
+            seen.add(id);
+            rules.push({ v6, n, bits });
+          }
+          for (const r of extra) if (!(r.v6 === v6 && seen.has(`${r.n}/${r.bits}`))) rules.push(r);
+          const index = new ValueIndex<number>();
+          rules.forEach((r, i) => {
+            const cidr = parseCidr(`${r.v6 ? v6Text(r.n, 0) : v4Text(r.n)}/${r.bits}`);
+            assert.ok(typeof cidr !== 'string' && index.addCidr(cidr, i));
+          });
+          index.trim(1);
+          const built = index.firstLevel()[v6 ? 'v6' : 'v4'];
+          // Without the extra blocks every block shares the common prefix: the table skips it (whole 16-bit steps).
+          if (extra.length === 0) assert.equal(built, c - (c % 16), 'the shared leading bits are skipped');
+          else assert.notEqual(built, undefined, 'the trie has its first-level table');
+          const check = (): void => {
+            for (const [pick, noise, form, mapped] of probes) {
+              const base = rules[pick % rules.length]!;
+              const bw = base.v6 ? 128 : 32;
+              const n = (base.n | (noise & ~maskOf(base.bits, bw))) & (bw === 32 ? 0xffffffffn : 2n ** 128n - 1n);
+              const text = base.v6 ? v6Text(n, form) : mapped ? `::ffff:${v4Text(n)}` : v4Text(n);
+              assert.equal(index.lookup(text) ?? -1, referenceBest(rules, { v6: base.v6, n }), text);
+            }
+          };
+          check();
+          // A block added after the trim drops the table (the lookups stay right); the next trim builds it again.
+          const late: RuleDef = { v6, n: prefix, bits: c };
+          const cidr = parseCidr(`${v6 ? v6Text(late.n, 0) : v4Text(late.n)}/${late.bits}`);
+          if (typeof cidr !== 'string' && index.addCidr(cidr, rules.length)) {
+            rules.push(late);
+            assert.equal(index.firstLevel()[v6 ? 'v6' : 'v4'], undefined);
+            check();
+            index.trim(1);
+            check();
+          }
+        },
+      ),
+      fcOptions(100),
+    );
+    // By default only a big trie gets the table (512 KB); a small one is left as it is.
+    const small = new ValueIndex<number>();
+    small.addCidr(parseCidr('10.0.0.0/8') as never, 0);
+    small.addCidr(parseCidr('2001:db8::/32') as never, 1);
+    small.trim();
+    assert.deepEqual(small.firstLevel(), { v4: undefined, v6: undefined });
+    assert.equal(small.lookup('10.1.2.3'), 0);
+  });
+
   test('prefix: random prefixes and values, the longest prefix wins (ValueIndex against a scan)', () => {
     const alpha = fc.string({ unit: fc.constantFrom('a', 'b', 'c', '-', 'é'), minLength: 1, maxLength: 6 });
     fc.assert(
