@@ -107,6 +107,19 @@ export const GRPC_LIMIT_SETTING_DEFS = {
       'Open grpc.health.v1 Health/Watch streams per gRPC connection; one more is refused with RESOURCE_EXHAUSTED. A Watch stays open for good and every health change writes to each one, so this × GRPC_MAX_CONNECTIONS bounds their memory (about 300 bytes each) and the work of a change. A gRPC client watches once per connection and service name; Envoy uses Check.',
     parse: (raw) => parseInteger(raw, 1, 1_000_000),
   }),
+  grpcKeepaliveTimeMs: def({
+    name: 'GRPC_KEEPALIVE_TIME',
+    default: '1m',
+    meaning:
+      'A gRPC connection with an open stream that has received nothing for this long is sent an HTTP/2 PING (duration; 0 = never). Long-lived streams (RLQS, health Watch) otherwise outlive a peer that vanished without closing its TCP connection, holding a stream slot (RLQS_MAX_STREAMS) and its grants; idle connections without streams are GRPC_IDLE_TIMEOUT\'s. Envoy answers PINGs at once.',
+    parse: (raw) => parseDurationMs(raw),
+  }),
+  grpcKeepaliveTimeoutMs: def({
+    name: 'GRPC_KEEPALIVE_TIMEOUT',
+    default: '20s',
+    meaning: 'How long after a keepalive PING the connection is closed when nothing at all has come back from the peer (duration), releasing its streams.',
+    parse: positiveDurationMs,
+  }),
 } as const;
 
 export type { GrpcLimits } from './grpc-server-types.js';
@@ -126,6 +139,8 @@ export const DEFAULT_GRPC_LIMITS: GrpcLimits = {
   maxControlFramesPerSecond: 1000,
   inflateBytesPerSecond: 16 * MIB,
   maxWatchesPerConnection: 8,
+  keepaliveTimeMs: 60_000,
+  keepaliveTimeoutMs: 20_000,
 };
 
 export interface GrpcLimitSettingsView {
@@ -142,6 +157,8 @@ export interface GrpcLimitSettingsView {
   readonly grpcMaxControlFramesPerSecond: number;
   readonly grpcInflateBytesPerSecond: number;
   readonly grpcMaxWatchesPerConnection: number;
+  readonly grpcKeepaliveTimeMs: number;
+  readonly grpcKeepaliveTimeoutMs: number;
 }
 
 export function grpcLimitsOf(s: GrpcLimitSettingsView): GrpcLimits {
@@ -159,12 +176,15 @@ export function grpcLimitsOf(s: GrpcLimitSettingsView): GrpcLimits {
     maxControlFramesPerSecond: s.grpcMaxControlFramesPerSecond,
     inflateBytesPerSecond: s.grpcInflateBytesPerSecond,
     maxWatchesPerConnection: s.grpcMaxWatchesPerConnection,
+    keepaliveTimeMs: s.grpcKeepaliveTimeMs,
+    keepaliveTimeoutMs: s.grpcKeepaliveTimeoutMs,
   };
 }
 
 /** How often the time limits are checked: a quarter of the shortest, between 25 ms and 1 s. */
 export function sweepIntervalMs(l: GrpcLimits): number {
-  const shortest = Math.min(l.prefaceTimeoutMs, l.requestReadTimeoutMs, l.idleTimeoutMs > 0 ? l.idleTimeoutMs : Infinity);
+  const keepalive = l.keepaliveTimeMs > 0 ? Math.min(l.keepaliveTimeMs, l.keepaliveTimeoutMs) : Infinity;
+  const shortest = Math.min(l.prefaceTimeoutMs, l.requestReadTimeoutMs, l.idleTimeoutMs > 0 ? l.idleTimeoutMs : Infinity, keepalive);
   return Math.max(25, Math.min(1000, Math.floor(shortest / 4)));
 }
 

@@ -92,6 +92,10 @@ export interface GrpcLimits {
   readonly inflateBytesPerSecond: number;
   /** Open grpc.health.v1 Watch streams per connection. */
   readonly maxWatchesPerConnection: number;
+  /** A connection with open streams silent this long gets a PING (0: never). */
+  readonly keepaliveTimeMs: number;
+  /** Without any frame back this long after that PING, the connection is closed. */
+  readonly keepaliveTimeoutMs: number;
 }
 
 export interface GrpcTlsOptions {

@@ -117,12 +117,19 @@ export interface H2Options {
   maxControlFrames: number;
 }
 
-/** Time limits checked by sweep(); 0 disables the idle limit. */
+/** Time limits checked by sweep(); 0 disables the idle limit and keepalive. */
 export interface H2Timeouts {
   prefaceMs: number;
   idleMs: number;
   requestReadMs: number;
+  /** A connection with open streams that received nothing this long is sent a PING. */
+  keepaliveMs: number;
+  /** Nothing received this long after that PING: the peer is gone, the connection is closed. */
+  keepaliveTimeoutMs: number;
 }
+
+/** Opaque data of our keepalive PINGs (the peer echoes it in the ACK). */
+const KEEPALIVE_PING = Buffer.from('rlskeepa');
 
 const OUR_MAX_FRAME = DEFAULT_MAX_FRAME;
 const SLAB = 16 * 1024;
@@ -208,6 +215,10 @@ export class H2Connection<S extends H2Stream> {
   private control = 0;
   /** Coarse time the last stream closed (or the connection opened): the idle clock. */
   private idleFrom: number;
+  /** Coarse time bytes last arrived from the peer (keepalive). */
+  private lastReceived: number;
+  /** Coarse time our keepalive PING went out, 0 when none is outstanding (any bytes back clear it). */
+  private pingSentAt = 0;
   // Output slab.
   private out = Buffer.allocUnsafe(SLAB);
   private outStart = 0;
@@ -243,6 +254,7 @@ export class H2Connection<S extends H2Stream> {
     this.maxControl = opts.maxControlFrames;
     this.createdAt = now;
     this.idleFrom = opts.clock.now;
+    this.lastReceived = opts.clock.now;
     socket.on('data', (chunk: Buffer) => this.onBytes(chunk));
     socket.on('error', (err: Error) => this.logger.debug({ err }, 'grpc connection error'));
     socket.on('close', () => this.onSocketClose());
@@ -288,6 +300,8 @@ export class H2Connection<S extends H2Stream> {
 
   private onBytes(chunk: Buffer): void {
     if (this.state === ST_DEAD) return;
+    this.lastReceived = this.clock.now;
+    this.pingSentAt = 0;
     let buf = chunk;
     if (this.inbuf !== undefined) {
       buf = Buffer.concat([this.inbuf, chunk]);
@@ -445,6 +459,18 @@ export class H2Connection<S extends H2Stream> {
           this.resetStream(s, CANCEL);
           acted = true;
         }
+      }
+    }
+    if (t.keepaliveMs > 0 && this.streams.size > 0) {
+      if (this.pingSentAt !== 0) {
+        if (now - this.pingSentAt >= t.keepaliveTimeoutMs) {
+          this.logger.debug({ ms: t.keepaliveTimeoutMs }, 'grpc connection closed: no answer to a keepalive PING');
+          this.connectionError(NO_ERROR, `keepalive: nothing received within ${t.keepaliveTimeoutMs} ms of a PING`);
+          return true;
+        }
+      } else if (now - this.lastReceived >= t.keepaliveMs) {
+        this.pingSentAt = now;
+        this.writeFrame(PING, 0, 0, KEEPALIVE_PING);
       }
     }
     if (t.idleMs > 0 && this.streams.size === 0 && now - this.idleFrom >= t.idleMs && !this.draining) {

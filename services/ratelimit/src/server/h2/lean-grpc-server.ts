@@ -184,7 +184,7 @@ class LeanServer implements H2Handler<LeanCall> {
     this.clock = { now: this.now() };
     this.countersFrom = this.clock.now;
     const l = this.limits;
-    this.timeouts = { prefaceMs: l.prefaceTimeoutMs, idleMs: l.idleTimeoutMs, requestReadMs: l.requestReadTimeoutMs };
+    this.timeouts = { prefaceMs: l.prefaceTimeoutMs, idleMs: l.idleTimeoutMs, requestReadMs: l.requestReadTimeoutMs, keepaliveMs: l.keepaliveTimeMs, keepaliveTimeoutMs: l.keepaliveTimeoutMs };
     const defs = GRPC_LIMIT_SETTING_DEFS;
     this.connectionRefusal = `grpc: no receive budget left to decompress the request: this connection holds its ${defs.grpcConnectionBufferBytes.name} (${l.connectionBufferBytes} bytes)`;
     this.processRefusal = `grpc: no receive budget left to decompress the request: the process holds its ${defs.grpcProcessBufferBytes.name} (${l.processBufferBytes} bytes)`;
