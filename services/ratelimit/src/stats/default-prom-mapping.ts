@@ -10,6 +10,8 @@
 import { parseMappingYaml, type StatsMapping } from './prom-mapping.js';
 
 const RULE_STATS = ['near_limit', 'over_limit', 'total_hits', 'within_limit', 'shadow_mode'] as const;
+/** The RLQS counters per quota rule (quota-balancer.ts: `ratelimit.rlqs.<domain>.<rule>.<stat>`). */
+const RLQS_RULE_COUNTERS = ['allowed', 'denied', 'assignments', 'abandoned', 'store_fallback'] as const;
 
 function builtInYaml(responseTimeAsMs: boolean): string {
   const lines: string[] = ['mappings:'];
@@ -46,6 +48,33 @@ function builtInYaml(responseTimeAsMs: boolean): string {
   );
   // Timers arrive in milliseconds; the metric name promises seconds.
   if (!responseTimeAsMs) lines.push('    scale: 0.001');
+  // RLQS per quota rule: the domain is one segment, the rule name the rest (a rule name may hold dots, e.g. from a
+  // bucket_id value). One series per rule, not per bucket: the count is bounded by the quota rules; buckets of
+  // domains without rules share `ratelimit.rlqs.unknown_domain.<stat>` (domain="unknown_domain", rule="").
+  for (const stat of RLQS_RULE_COUNTERS) {
+    lines.push(
+      `  - match: "ratelimit.rlqs.unknown_domain.${stat}"`,
+      `    name: "ratelimit_rlqs_${stat}_total"`,
+      '    match_metric_type: counter',
+      '    labels: { domain: "unknown_domain", rule: "" }',
+      `  - match: '^ratelimit\\.rlqs\\.([^.]+)\\.(.+)\\.${stat}$'`,
+      '    match_type: regex',
+      `    name: "ratelimit_rlqs_${stat}_total"`,
+      '    match_metric_type: counter',
+      '    labels: { domain: "$1", rule: "$2" }',
+    );
+  }
+  lines.push(
+    '  - match: "ratelimit.rlqs.unknown_domain.demand"',
+    '    name: "ratelimit_rlqs_demand"',
+    '    match_metric_type: gauge',
+    '    labels: { domain: "unknown_domain", rule: "" }',
+    "  - match: '^ratelimit\\.rlqs\\.([^.]+)\\.(.+)\\.demand$'",
+    '    match_type: regex',
+    '    name: "ratelimit_rlqs_demand"',
+    '    match_metric_type: gauge',
+    '    labels: { domain: "$1", rule: "$2" }',
+  );
   lines.push(
     '  - match: "ratelimit.service.config_load_success"',
     '    name: "ratelimit_service_config_load_success"',

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import { systemClock } from '@rls/engine';
 import { encodeRateLimitQuotaUsageReports, STREAM_RATE_LIMIT_QUOTAS_PATH } from '@rls/rls-proto';
-import { grpcSimStream, SimulatedEnvoy, waitFor, type SimUsageReports } from '@rls/testkit';
+import { freePort, grpcSimStream, SimulatedEnvoy, waitFor, type SimUsageReports } from '@rls/testkit';
 import { statFresh } from '../support/fresh-connection.js';
 import { HAND_WRITTEN_SIM_CODEC } from '../support/rlqs-grpc-js-host.js';
 import { startService, writeRules, type ServiceProcess } from '../support/service-process.js';
@@ -38,10 +38,15 @@ describe('RLQS in the real process', () => {
   let svc: ServiceProcess;
   let rules: ReturnType<typeof writeRules>;
   let client: grpc.Client;
+  let metricsUrl: string;
   before(async () => {
     rules = writeRules({ 'edge.yaml': RULES });
+    const metricsPort = await freePort();
+    metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
     svc = await startService({
       ...rules.env,
+      USE_PULL_METRICS: 'true',
+      PULL_METRICS_ADDR: `127.0.0.1:${metricsPort}`,
       BACKEND_TYPE: 'memory',
       RLQS_ENABLED: 'true',
       RLQS_MAX_BUCKETS_PER_STREAM: '5000',
@@ -69,6 +74,32 @@ describe('RLQS in the real process', () => {
       assert.equal(await statFresh(svc.debugUrl, 'ratelimit.rlqs.streams'), '1');
     } finally {
       sim.close();
+    }
+  });
+
+  test('per-rule RLQS statistics reach /metrics as labelled series (built-in Prometheus mapping)', async () => {
+    const series = async (name: string, labels: string): Promise<number> => {
+      const text = await (await fetch(metricsUrl)).text();
+      const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}} `));
+      return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+    };
+    const labels = 'domain="edge",rule="name=api"';
+    const before = { allowed: await series('ratelimit_rlqs_allowed_total', labels), denied: await series('ratelimit_rlqs_denied_total', labels) };
+    const c = rawCall(client);
+    try {
+      c.call.write({ domain: 'edge', bucketQuotaUsages: [{ bucketId: API, timeElapsed: 1, numRequestsAllowed: 7, numRequestsDenied: 3 }] });
+      await waitFor(async () => (await series('ratelimit_rlqs_allowed_total', labels)) >= before.allowed + 7 && (await series('ratelimit_rlqs_denied_total', labels)) >= before.denied + 3, {
+        what: 'the reported counts in /metrics',
+        timeoutMs: 10_000,
+      });
+      await waitFor(async () => (await series('ratelimit_rlqs_assignments_total', labels)) >= 1, { what: 'the assignment count in /metrics', timeoutMs: 10_000 });
+      await waitFor(async () => (await series('ratelimit_rlqs_demand', labels)) > 0, { what: 'the demand gauge in /metrics', timeoutMs: 10_000 });
+      // Per rule, not per bucket: no statsd-style RLQS rule name is left unmapped.
+      const text = await (await fetch(metricsUrl)).text();
+      assert.doesNotMatch(text, /^ratelimit_rlqs_edge_/m);
+    } finally {
+      c.call.cancel();
+      await c.status;
     }
   });
 
