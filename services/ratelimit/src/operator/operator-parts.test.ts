@@ -7,7 +7,8 @@ import { MemoryStore, STORE_MEMBERS, StatsStore, type CounterStore } from '@rls/
 import { SpaceSaving, WindowedTopK } from './top-k.js';
 import { LatencyWindow, timedStore } from './store-latency.js';
 import { RateHistory } from './rate-history.js';
-import { MAX_NODES, RulesRecorder, specsOfFiles } from './rules-view.js';
+import { encodeRateLimitConfig } from '@rls/rls-proto';
+import { MAX_NODES, RulesRecorder, sourcesOfSnapshot, specsOfFiles } from './rules-view.js';
 import { displayText } from './display-text.js';
 
 test('space-saving keeps at most its capacity; an evicted count becomes the newcomer\'s error', () => {
@@ -171,12 +172,14 @@ test('rate history: a tick reads counter handles, not names (300,000 counters, a
   let best = Infinity;
   for (let k = 1; k <= 4; k++) {
     for (let i = 0; i < 50_000; i += 50) stats.counter(`ratelimit.service.rate_limit.d.user_v${i}.total_hits`).add(1);
-    const t = performance.now();
+    // CPU time of this process, not wall time: a loaded machine's scheduling does not count.
+    const t = process.cpuUsage();
     rh.sample(k * 10_000);
-    best = Math.min(best, performance.now() - t);
+    const used = process.cpuUsage(t);
+    best = Math.min(best, (used.user + used.system) / 1000);
   }
   // Parsing every name on every tick measured about 100 ms here; reading the handles about 15.
-  assert.ok(best < 50, `a tick over 300,000 counters took ${best.toFixed(1)} ms`);
+  assert.ok(best < 50, `a tick over 300,000 counters took ${best.toFixed(1)} ms of CPU`);
   assert.equal(rh.view().series.length, 20);
 });
 
@@ -360,4 +363,26 @@ default_quota: { strategy: allow_all }
   ]);
   assert.equal(v.domains.find((d) => d.domain === 'plain')!.quotaBuckets, undefined);
   assert.equal(v.reloads[0]!.rules, 3);
+});
+
+test('rules tree: the quota buckets of an xDS resource (RateLimitConfig fields 1006-1007) are listed like a file\'s', () => {
+  const q = { strategy: '', unit: 'UNKNOWN', onStoreFailure: '' };
+  const bytes = encodeRateLimitConfig({
+    name: 'edge-config',
+    domain: 'edge',
+    descriptors: [],
+    quotaBuckets: [
+      { bucketId: { name: 'api' }, bucketIdCidr: {}, quota: { ...q, unit: 'SECOND', requestsPerUnit: 100 }, name: '' },
+      { bucketId: {}, bucketIdCidr: { client: '10.0.0.0/8' }, quota: { ...q, strategy: 'deny_all' }, name: 'internal' },
+    ],
+    defaultQuota: { ...q, strategy: 'allow_all' },
+  });
+  const r = new RulesRecorder();
+  r.loaded(sourcesOfSnapshot({ kind: 'xds', version: 'v1', resources: [bytes.toString('base64')] }), 0);
+  const edge = r.view().domains.find((d) => d.domain === 'edge')!;
+  assert.deepEqual(edge.quotaBuckets, [
+    { bucketId: 'name=api', name: 'name=api', quota: '100 per second (token_bucket, burst 100)', isDefault: false },
+    { bucketId: 'client={ cidr: 10.0.0.0/8 }', name: 'internal', quota: 'deny_all', isDefault: false },
+    { bucketId: '(default)', name: 'default', quota: 'allow_all', isDefault: true },
+  ]);
 });

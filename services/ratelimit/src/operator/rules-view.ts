@@ -10,6 +10,7 @@ import {
   decodeRuleDocument,
   describeQuota,
   domainSpecOf,
+  quotaSpecOf,
   parseYamlDocuments,
   renderNode,
   type DescriptorSpec,
@@ -225,7 +226,8 @@ export function sourcesOfSnapshot(snapshot: RuleSnapshot): LoadedSources {
   for (const b64 of snapshot.resources) {
     try {
       const r = decodeRateLimitConfig(Buffer.from(b64, 'base64'));
-      specs.push({ source: `xds resource ${r.name}`, spec: domainSpecOf(r) });
+      const quota = quotaSpecOf(r);
+      specs.push({ source: `xds resource ${r.name}`, spec: domainSpecOf(r), ...(quota !== undefined ? { quota } : {}) });
     } catch {
       // Not expected: the primary decoded the same bytes.
     }
