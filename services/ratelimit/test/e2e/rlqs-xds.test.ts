@@ -58,7 +58,14 @@ describe('RLQS quota rules over xDS, through the real process', () => {
 
       server.pushRaw('v2', [packRateLimitConfig(edge(8))]);
       await server.waitForRequest((r) => r.versionInfo === 'v2' && r.errorDetail === undefined);
-      await waitFor(() => JSON.stringify(sim.strategyOf(API)).includes('"maxTokens":8'), { what: 'the assignment of v2', timeoutMs: 10_000 });
+      // The simulated Envoy has no timers of its own: advance() sends the reports that are due.
+      await waitFor(
+        () => {
+          sim.advance();
+          return JSON.stringify(sim.strategyOf(API)).includes('"maxTokens":8');
+        },
+        { what: 'the assignment of v2', timeoutMs: 10_000 },
+      );
 
       const mark = server.requests.length;
       const nonce = server.pushRaw('v3', [packRateLimitConfig(edge(8, 'sometimes'))]);
@@ -70,7 +77,13 @@ describe('RLQS quota rules over xDS, through the real process', () => {
       );
       // Still v2's rule: the next reports keep the assignment of 8.
       const reportsBefore = sim.counters.reportsSent;
-      await waitFor(() => sim.counters.reportsSent >= reportsBefore + 2, { what: 'two more reports', timeoutMs: 10_000 });
+      await waitFor(
+        () => {
+          sim.advance();
+          return sim.counters.reportsSent >= reportsBefore + 2;
+        },
+        { what: 'two more reports', timeoutMs: 10_000 },
+      );
       assert.match(JSON.stringify(sim.strategyOf(API)), /"maxTokens":8/);
       assert.deepEqual(sim.violations, []);
     } finally {

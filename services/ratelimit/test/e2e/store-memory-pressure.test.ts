@@ -16,7 +16,12 @@ descriptors:
   - {key: filler, rate_limit: {unit: hour, requests_per_unit: 1000}}
 `;
 const BUDGET = 1024 * 1024;
+/** The flood runs at least this long, and on until it has offered FLOOD_KEYS counters (a loaded machine is slower). */
 const FLOOD_MS = 5_000;
+/** Counters the flood offers at least: five times what the budget holds (~330 B charged each). */
+const FLOOD_KEYS = Math.ceil((5 * BUDGET) / 330);
+/** Bound on the whole flood, so a stuck service fails the test instead of hanging it. */
+const FLOOD_MAX_MS = 60_000;
 
 function rssBytes(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -36,10 +41,14 @@ test('a flood of distinct long-window counters does not reset a victim’s live 
     // The hourly victim uses its 5 first.
     for (let i = 0; i < 5; i++) assert.equal((await postJson(svc.httpUrl, { domain: 'pressure', descriptors: [{ entries: [{ key: 'hourly', value: 'v' }] }] })).status, 200);
     const rss0 = rssBytes(pid);
-    const end = Date.now() + FLOOD_MS;
+    const started = Date.now();
     let fillerKeys = 0;
+    const flooding = (): boolean => {
+      const ms = Date.now() - started;
+      return ms < FLOOD_MAX_MS && (ms < FLOOD_MS || fillerKeys < FLOOD_KEYS);
+    };
     const flood = async (w: number): Promise<void> => {
-      for (let n = 0; Date.now() < end; n++) {
+      for (let n = 0; flooding(); n++) {
         // 20 new one-hour counters a request, each with a 100-character value (~330 B charged each).
         const descriptors = Array.from({ length: 20 }, (_, i) => ({ entries: [{ key: 'filler', value: `${w}-${n}-${i}-`.padEnd(100, 'x') }] }));
         await postJson(svc.httpUrl, { domain: 'pressure', descriptors });
@@ -50,7 +59,7 @@ test('a flood of distinct long-window counters does not reset a victim’s live 
     const hourly = { admitted: 0, asked: 0 };
     const victims = async (): Promise<void> => {
       victim.first = Date.now();
-      while (Date.now() < end) {
+      while (flooding()) {
         const r = await postJson(svc.httpUrl, { domain: 'pressure', descriptors: [{ entries: [{ key: 'victim', value: 'v' }] }] });
         if (r.status === 200) victim.admitted.push(Date.now());
         const h = await postJson(svc.httpUrl, { domain: 'pressure', descriptors: [{ entries: [{ key: 'hourly', value: 'v' }] }] });
