@@ -5,18 +5,13 @@
 // keepalive time + timeout; a connection without streams is not pinged; 0 turns keepalive off.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DEFAULT_BALANCER_TUNING, loadRuleSet, MemoryShareStore, QuotaBalancer, StatsStore } from '@rls/engine';
-import { DEFAULT_RLQS_REPORT_LIMITS, encodeRateLimitQuotaUsageReports, STREAM_RATE_LIMIT_QUOTAS_PATH } from '@rls/rls-proto';
-import { connectH2, FakeClock, FrameFlag, FrameType, grpcRequestHeaders, waitFor, type H2RawClient } from '@rls/testkit';
+import { encodeRateLimitQuotaUsageReports, STREAM_RATE_LIMIT_QUOTAS_PATH } from '@rls/rls-proto';
+import { connectH2, FrameFlag, FrameType, grpcRequestHeaders, waitFor, type H2RawClient } from '@rls/testkit';
 import { createGrpcServer, type GrpcServer } from '../../src/server/grpc-server.js';
 import { DEFAULT_GRPC_LIMITS } from '../../src/server/grpc-limits-settings.js';
-import { RlqsService } from '../../src/server/rlqs-calls.js';
+import type { RlqsService } from '../../src/server/rlqs-calls.js';
+import { rlqsTestService } from '../support/rlqs-test-service.js';
 import { scriptedService, TestHealth } from '../support/server-test-support.js';
-
-const RULES = loadRuleSet(
-  [{ name: 'edge.yaml', content: 'domain: edge\nquota_buckets:\n  - bucket_id: { name: api }\n    quota: { unit: second, requests_per_unit: 20 }\n' }],
-  { mergeDomainConfig: false },
-).quotaRules;
 
 const KEEPALIVE_MS = 300;
 const TIMEOUT_MS = 400;
@@ -27,27 +22,7 @@ after(async () => {
 });
 
 async function start(keepaliveTimeMs: number): Promise<{ port: number; rlqs: RlqsService }> {
-  const clock = new FakeClock(Date.UTC(2026, 0, 1));
-  const balancer = new QuotaBalancer({
-    ...DEFAULT_BALANCER_TUNING,
-    replicaId: 'r',
-    clock,
-    store: new MemoryShareStore(),
-    rules: () => RULES,
-    stats: new StatsStore(),
-    keyPrefix: '',
-  });
-  const rlqs = new RlqsService({
-    balancer,
-    clock,
-    reportLimits: DEFAULT_RLQS_REPORT_LIMITS,
-    maxStreamsPerConnection: 4,
-    maxReportsPerSecond: 20,
-    sendBufferBytes: 1024 * 1024,
-    firstReportTimeoutMs: 60_000,
-    tickMs: 3_600_000,
-    logger: { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
-  });
+  const { rlqs } = rlqsTestService({ firstReportTimeoutMs: 60_000 });
   const server = createGrpcServer({
     shouldRateLimit: scriptedService().fn,
     health: new TestHealth(),

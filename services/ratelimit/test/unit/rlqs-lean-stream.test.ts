@@ -6,19 +6,16 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
-import { DEFAULT_BALANCER_TUNING, loadRuleSet, MemoryShareStore, QuotaBalancer, StatsStore } from '@rls/engine';
+import type { QuotaBalancer } from '@rls/engine';
 import { DEFAULT_RLQS_REPORT_LIMITS, decodeRateLimitQuotaResponse, encodeRateLimitQuotaUsageReports, STREAM_RATE_LIMIT_QUOTAS_PATH, type RateLimitQuotaResponseMsg } from '@rls/rls-proto';
-import { FakeClock, SimulatedEnvoy, grpcSimStream, waitFor, type SimUsageReports } from '@rls/testkit';
+import { SimulatedEnvoy, grpcSimStream, waitFor, type FakeClock, type SimUsageReports } from '@rls/testkit';
 import { createGrpcServer, type GrpcServer } from '../../src/server/grpc-server.js';
 import { DEFAULT_GRPC_LIMITS } from '../../src/server/grpc-limits-settings.js';
-import { RlqsService, type RlqsServiceOptions } from '../../src/server/rlqs-calls.js';
+import type { RlqsService, RlqsServiceOptions } from '../../src/server/rlqs-calls.js';
+import { rlqsTestService } from '../support/rlqs-test-service.js';
 import { HAND_WRITTEN_SIM_CODEC } from '../support/rlqs-grpc-js-host.js';
 import { scriptedService, TestHealth } from '../support/server-test-support.js';
 
-const RULES = loadRuleSet(
-  [{ name: 'edge.yaml', content: 'domain: edge\nquota_buckets:\n  - bucket_id: { name: api }\n    quota: { unit: second, requests_per_unit: 20 }\n' }],
-  { mergeDomainConfig: false },
-).quotaRules;
 const API = [{ key: 'name', value: 'api' }];
 
 interface Rig {
@@ -36,32 +33,7 @@ async function startRig(
   balancerOver: Partial<ConstructorParameters<typeof QuotaBalancer>[0]> = {},
   limitsOver: Partial<typeof DEFAULT_GRPC_LIMITS> = {},
 ): Promise<Rig> {
-  const clock = new FakeClock(Date.UTC(2026, 0, 1));
-  const balancer = new QuotaBalancer({
-    ...DEFAULT_BALANCER_TUNING,
-    replicaId: 'r',
-    clock,
-    store: new MemoryShareStore(),
-    rules: () => RULES,
-    stats: new StatsStore(),
-    keyPrefix: '',
-    idleAbandonMs: 3_000,
-    maxBucketsPerStream: 3,
-    ...balancerOver,
-  });
-  const rlqs = new RlqsService({
-    balancer,
-    clock,
-    reportLimits: DEFAULT_RLQS_REPORT_LIMITS,
-    maxStreamsPerConnection: 4,
-    maxReportsPerSecond: 20,
-    sendBufferBytes: 1024 * 1024,
-    firstReportTimeoutMs: 10_000,
-    // Ticks come from new watches and from the test.
-    tickMs: 3_600_000,
-    logger: { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
-    ...over,
-  });
+  const { clock, balancer, rlqs } = rlqsTestService(over, { idleAbandonMs: 3_000, maxBucketsPerStream: 3, ...balancerOver });
   const server = createGrpcServer({
     shouldRateLimit: scriptedService().fn,
     health: new TestHealth(),
