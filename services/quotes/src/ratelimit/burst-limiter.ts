@@ -2,8 +2,9 @@ import type { RequestDescriptorMsg } from '@rls/rls-proto';
 import type { Account } from '../accounts/account-service.js';
 import type { RequestLimiter } from '../accounts/request-limiter.js';
 import { QuotesError } from '../errors.js';
+import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import type { PreparedDecision } from './decider.js';
-import type { RateLimitGate } from './rate-limit-gate.js';
+import type { GateOutcome, RateLimitGate } from './rate-limit-gate.js';
 
 /**
  * The descriptor of one API request: its rule carries the plan's per-second and per-minute limits
@@ -20,30 +21,44 @@ export function burstDescriptors(planId: string, tokenId: string): RequestDescri
   ];
 }
 
+/** Most accounts whose prepared descriptors are kept (all dropped when full, then rebuilt as used). */
+const PREPARED_MAX = 10_000;
+
 /** Per-plan, per-token burst limits from the `quotes` rule file: 429 with RateLimit-* and Retry-After. */
 export class BurstLimiter implements RequestLimiter {
   readonly name = 'burst';
   /**
-   * Each account's descriptors, prepared once (the embedded engine keeps their rule matches and
-   * counter keys): accounts are the token cache's objects, so entries go with them.
+   * Descriptors prepared once per plan and token (the embedded engine keeps their rule matches
+   * and counter keys), keyed by `preparedKey`: the two fields that decide the descriptors.
+   * Bounded by PREPARED_MAX.
    */
-  private readonly prepared = new WeakMap<Account, PreparedDecision>();
+  private readonly prepared = new Map<string, RequestDescriptorMsg[] | PreparedDecision>();
   constructor(private readonly gate: RateLimitGate) {}
-  async admit(account: Account): Promise<Readonly<Record<string, string>>> {
-    const out = await this.gate.check(burstDescriptors(account.plan.id, account.tokenId));
-    if (!out.admitted) throw new QuotesError('RATE_LIMITED', { retryAfterSeconds: out.retryAfterSeconds, headers: out.headers });
-    return out.headers;
+
+  /** At once when the gate decides at once (embedded engine), else a promise (remote service). */
+  admit(account: Account): MaybePromise<Readonly<Record<string, string>>> {
+    const out = this.gate.check(this.descriptorsOf(account.plan.id, account.tokenId));
+    return isPromise(out) ? out.then(headersOf) : headersOf(out);
   }
-  /** Decided at once when the gate can (embedded engine), else undefined for `admit`. */
-  admitNow(account: Account): Readonly<Record<string, string>> | undefined {
-    let prepared = this.prepared.get(account);
+
+  private descriptorsOf(planId: string, tokenId: string): RequestDescriptorMsg[] | PreparedDecision {
+    const key = preparedKey(planId, tokenId);
+    let prepared = this.prepared.get(key);
     if (prepared === undefined) {
-      prepared = this.gate.prepare(burstDescriptors(account.plan.id, account.tokenId));
-      if (prepared !== undefined) this.prepared.set(account, prepared);
+      if (this.prepared.size >= PREPARED_MAX) this.prepared.clear();
+      prepared = this.gate.prepare(burstDescriptors(planId, tokenId));
+      this.prepared.set(key, prepared);
     }
-    const out = prepared === undefined ? this.gate.checkNow(burstDescriptors(account.plan.id, account.tokenId)) : this.gate.checkPreparedNow(prepared);
-    if (out === undefined) return undefined;
-    if (!out.admitted) throw new QuotesError('RATE_LIMITED', { retryAfterSeconds: out.retryAfterSeconds, headers: out.headers });
-    return out.headers;
+    return prepared;
   }
+}
+
+/** Plan ids are rule-file keys without NUL, so the pair cannot collide. */
+function preparedKey(planId: string, tokenId: string): string {
+  return `${planId}\0${tokenId}`;
+}
+
+function headersOf(out: GateOutcome): Readonly<Record<string, string>> {
+  if (!out.admitted) throw new QuotesError('RATE_LIMITED', { retryAfterSeconds: out.retryAfterSeconds, headers: out.headers });
+  return out.headers;
 }
