@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.js';
 import { QuotesError } from '../errors.js';
-import type { MaybePromise } from '../maybe-promise.js';
+import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import type { Account } from './account-service.js';
 import type { UsageCounter } from './buffered-usage.js';
 import type { DailyUsage } from './daily-usage.js';
@@ -31,14 +31,14 @@ export class MonthlyQuota implements RequestLimiter {
     return this.period;
   }
 
-  /** At once when the count is in memory (`tryIncrementIfBelow`), else after the store answers. */
+  /** At once when the usage counter answers at once (the count in memory), else after the store answers. */
   admit(account: Account): MaybePromise<Readonly<Record<string, string>>> {
     const now = this.clock.now();
     const period = this.current(now);
     const limit = account.plan.monthlyRequests;
-    const known = this.usage.tryIncrementIfBelow?.(account.tokenId, period.month, limit);
-    if (known !== undefined) return this.outcome(account, now, period, limit, known ?? undefined);
-    return this.usage.incrementIfBelow(account.tokenId, period.month, limit).then((count) => this.outcome(account, now, period, limit, count));
+    const count = this.usage.incrementIfBelow(account.tokenId, period.month, limit);
+    if (isPromise(count)) return count.then((n) => this.outcome(account, now, period, limit, n));
+    return this.outcome(account, now, period, limit, count);
   }
 
   /** Headers for an admitted request (`count` after it), or the refusal when `count` is undefined. */
