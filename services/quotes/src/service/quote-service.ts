@@ -25,6 +25,11 @@ export interface CryptoRequest {
   plan: Plan;
   /** Origin of absolute icon URLs (validated: see origin.ts); never part of a cache key. */
   baseUrl: Origin;
+  /**
+   * The answer's cache key (`requestKey`), built once with the request from the fields that
+   * decide the answer: coins and currency; with history also its window and the plan.
+   */
+  readonly key: string;
 }
 
 /** What a quote without history depends on (and is cached by). */
@@ -133,15 +138,20 @@ interface HistoryCoin {
  * (it only decides what may be asked) nor the origin (put in as the answer is sent), so no request
  * header multiplies the entries.
  */
+/** The cache key of a request's answer (CryptoRequest.key). */
+export function requestKey(req: Pick<CryptoRequest, 'coins' | 'currency' | 'history'>, plan: Plan): string {
+  return req.history === undefined ? cacheKey(req) : historyKey(req, plan);
+}
+
 function cacheKey(req: QuoteKey): string {
   return `${req.currency}|${req.coins.join(',')}`;
 }
 
 /** A history answer also depends on the window and the plan (its validRanges and validIntervals). */
-function historyKey(req: CryptoRequest): string {
+function historyKey(req: Pick<CryptoRequest, 'coins' | 'currency' | 'history'>, plan: Plan): string {
   const h = req.history;
   const d = h?.dates;
-  return `${req.currency}|${h?.range ?? ''}|${h?.interval ?? ''}|${d === undefined ? '' : `${d.from}-${d.to}`}|${req.plan.id}|${req.coins.join(',')}`;
+  return `${req.currency}|${h?.range ?? ''}|${h?.interval ?? ''}|${d === undefined ? '' : `${d.from}-${d.to}`}|${plan.id}|${req.coins.join(',')}`;
 }
 
 /**
@@ -152,8 +162,6 @@ function historyKey(req: CryptoRequest): string {
 export class QuoteService {
   /** Answers without history, bounded in bytes; a hit does not reorder (oldest inserted dropped first: each snapshot inserts anew what is asked). */
   readonly cache: ByteLru<CachedQuote>;
-  /** Cache keys of the request objects `cachedQuote` was asked about (callers reuse parsed requests). */
-  private readonly keys = new WeakMap<CryptoRequest, string>();
   private readonly maxPoints: number;
   private readonly chunkPoints: number;
   /** Whole history answers of the current snapshot, bounded in bytes (a text's length is its size: JSON here is ASCII). */
@@ -182,7 +190,7 @@ export class QuoteService {
     let points = 0;
     for (const w of windows) points += windowPoints(w);
     if (points > this.maxPoints) throw new QuotesError('HISTORY_TOO_LARGE', { limit: this.maxPoints, points });
-    const key = historyKey(req);
+    const key = req.key;
     const hit = this.historyAnswers.get(key);
     if (hit !== undefined && hit.version === snap.version) {
       const whole = hit.body.render(req.baseUrl).json;
@@ -299,7 +307,7 @@ export class QuoteService {
         streamed.release();
       }
     }
-    const { entry, maxAgeSeconds } = await this.cachedEntry(req);
+    const { entry, maxAgeSeconds } = await this.cachedEntry(req, req.key);
     const out = entry.body.render(req.baseUrl);
     return { coinsJson: out.json, etag: entry.etag, maxAgeSeconds, coinsBytes: out.bytes };
   }
@@ -313,9 +321,8 @@ export class QuoteService {
   }
 
   /** The cache entry of a quote without history for the current snapshot, built when missing. */
-  private async cachedEntry(req: QuoteKey): Promise<{ entry: CachedQuote; maxAgeSeconds: number }> {
+  private async cachedEntry(req: QuoteKey, key = cacheKey(req)): Promise<{ entry: CachedQuote; maxAgeSeconds: number }> {
     const { snap, rate, maxAgeSeconds } = await this.answerable(req);
-    const key = cacheKey(req);
     let entry = this.cache.peek(key);
     if (entry === undefined || entry.version !== snap.version) {
       // Counted here (peek counts nothing): the metrics' hit ratio of the quote cache.
@@ -349,12 +356,7 @@ export class QuoteService {
     if (snap === undefined) return undefined;
     const now = this.deps.clock.now();
     if (req.history === undefined) {
-      let key = this.keys.get(req);
-      if (key === undefined) {
-        key = cacheKey(req);
-        this.keys.set(req, key);
-      }
-      const hit = this.cache.peek(key);
+      const hit = this.cache.peek(req.key);
       if (hit === undefined || hit.version !== snap.version) return undefined;
       // What `problem` would say for this snapshot (see `quote`), but for the age of its tickers.
       if (now > hit.freshUntil && this.problem(snap, req, now) !== undefined) return undefined;
@@ -363,7 +365,7 @@ export class QuoteService {
     }
     if (this.problem(snap, req, now) !== undefined) return undefined;
     // History answers: only those small enough to have been kept whole for this snapshot.
-    const hit = this.historyAnswers.peek(historyKey(req));
+    const hit = this.historyAnswers.peek(req.key);
     if (hit === undefined || hit.version !== snap.version) return undefined;
     const out = hit.body.render(req.baseUrl);
     return { coinsJson: out.json, etag: hit.etag, maxAgeSeconds: this.maxAge(snap, now), coinsBytes: out.bytes };
