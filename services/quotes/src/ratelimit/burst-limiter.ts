@@ -29,10 +29,12 @@ export class BurstLimiter implements RequestLimiter {
   readonly name = 'burst';
   /**
    * Descriptors prepared once per plan and token (the embedded engine keeps their rule matches
-   * and counter keys), keyed by `preparedKey`: the two fields that decide the descriptors.
-   * Bounded by PREPARED_MAX.
+   * and counter keys), keyed by the two fields that decide them: plan id, then token id (two
+   * lookups of strings the account already holds, no key built per request). At most
+   * PREPARED_MAX in all.
    */
-  private readonly prepared = new Map<string, RequestDescriptorMsg[] | PreparedDecision>();
+  private readonly prepared = new Map<string, Map<string, RequestDescriptorMsg[] | PreparedDecision>>();
+  private preparedCount = 0;
   constructor(private readonly gate: RateLimitGate) {}
 
   /** At once when the gate decides at once (embedded engine), else a promise (remote service). */
@@ -42,20 +44,21 @@ export class BurstLimiter implements RequestLimiter {
   }
 
   private descriptorsOf(planId: string, tokenId: string): RequestDescriptorMsg[] | PreparedDecision {
-    const key = preparedKey(planId, tokenId);
-    let prepared = this.prepared.get(key);
+    let byToken = this.prepared.get(planId);
+    let prepared = byToken?.get(tokenId);
     if (prepared === undefined) {
-      if (this.prepared.size >= PREPARED_MAX) this.prepared.clear();
+      if (this.preparedCount >= PREPARED_MAX) {
+        this.prepared.clear();
+        this.preparedCount = 0;
+        byToken = undefined;
+      }
+      if (byToken === undefined) this.prepared.set(planId, (byToken = new Map<string, RequestDescriptorMsg[] | PreparedDecision>()));
       prepared = this.gate.prepare(burstDescriptors(planId, tokenId));
-      this.prepared.set(key, prepared);
+      byToken.set(tokenId, prepared);
+      this.preparedCount++;
     }
     return prepared;
   }
-}
-
-/** Plan ids are rule-file keys without NUL, so the pair cannot collide. */
-function preparedKey(planId: string, tokenId: string): string {
-  return `${planId}\0${tokenId}`;
 }
 
 function headersOf(out: GateOutcome): Readonly<Record<string, string>> {
