@@ -66,7 +66,7 @@ import { shippedRulesDir } from './ratelimit/create-gate.js';
 import { LoginThrottle } from './ratelimit/login-throttle.js';
 import { planMinuteLimits } from './ratelimit/plan-minute-limits.js';
 import { PublicThrottle } from './ratelimit/public-throttle.js';
-import { QuoteService, quoteKey } from './service/quote-service.js';
+import { QuoteService } from './service/quote-service.js';
 import { QuoteStreamHub } from './stream/quote-stream-hub.js';
 
 /*
@@ -191,7 +191,7 @@ export async function buildServices(settings: Readonly<Settings>, deps: AppDeps)
   const streams = new QuoteStreamHub({
     feed: snapshots,
     // One coin's record for every origin: the streams put each client's origin in as they write.
-    coinJson: async (coin, currency) => (await quoteService.quoteJson(quoteKey([coin], currency))).text.slice(1, -1),
+    coinJson: async (coin, currency) => (await quoteService.quoteJson({ coins: [coin], currency })).text.slice(1, -1),
     // Revocations and plan changes end open streams within the token cache's change delay.
     access: { version: () => accounts.tokensVersion(), livePlans: (ids) => accounts.livePlans(ids) },
     clock,

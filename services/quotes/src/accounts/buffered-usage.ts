@@ -1,13 +1,14 @@
 import type { UsageRepository } from '../domain/repositories.js';
+import type { MaybePromise } from '../maybe-promise.js';
 import { PairKeys } from './pair-keys.js';
 
-/** What the monthly quota needs from a counter. */
-export type UsageCounter = Pick<UsageRepository, 'incrementIfBelow' | 'get'> & {
-  /**
-   * `incrementIfBelow` without waiting, when the count is already in memory: the new count,
-   * null when the limit is reached (nothing counted), undefined when only the async call can tell.
-   */
-  tryIncrementIfBelow?: (tokenId: string, month: string, limit: number) => number | null | undefined;
+/**
+ * What the monthly quota needs from a counter: `incrementIfBelow` answers at once when it can
+ * (the count already in memory) and with a promise otherwise (the store is read). The new count,
+ * or undefined when the limit is reached (nothing counted).
+ */
+export type UsageCounter = Pick<UsageRepository, 'get'> & {
+  incrementIfBelow(tokenId: string, month: string, limit: number): MaybePromise<number | undefined>;
 };
 
 interface Entry {
@@ -17,6 +18,12 @@ interface Entry {
   base: number;
   /** Requests admitted here and not yet written. */
   pending: number;
+}
+
+function increment(e: Entry, limit: number): number | undefined {
+  if (e.base + e.pending >= limit) return undefined;
+  e.pending++;
+  return e.base + e.pending;
 }
 
 /**
@@ -31,22 +38,20 @@ export class BufferedUsage implements UsageCounter {
   private flushing: Promise<void> | undefined;
   constructor(private readonly repo: UsageRepository) {}
 
-  tryIncrementIfBelow(tokenId: string, month: string, limit: number): number | null | undefined {
-    const e = this.entries.get(this.keys.key(tokenId, month));
-    if (e === undefined) return undefined;
-    if (e.base + e.pending >= limit) return null;
-    e.pending++;
-    return e.base + e.pending;
-  }
-
-  async incrementIfBelow(tokenId: string, month: string, limit: number): Promise<number | undefined> {
+  /** At once when this token's month is in memory, else after reading the stored count. */
+  incrementIfBelow(tokenId: string, month: string, limit: number): MaybePromise<number | undefined> {
     const key = this.keys.key(tokenId, month);
-    if (!this.entries.has(key)) {
-      const base = await this.repo.get(tokenId, month);
+    const e = this.entries.get(key);
+    if (e !== undefined) return increment(e, limit);
+    return this.repo.get(tokenId, month).then((base) => {
       // Another request may have loaded it while this one waited.
-      if (!this.entries.has(key)) this.entries.set(key, { tokenId, month, base, pending: 0 });
-    }
-    return this.tryIncrementIfBelow(tokenId, month, limit) ?? undefined;
+      let loaded = this.entries.get(key);
+      if (loaded === undefined) {
+        loaded = { tokenId, month, base, pending: 0 };
+        this.entries.set(key, loaded);
+      }
+      return increment(loaded, limit);
+    });
   }
 
   /** The count including what this process admitted and has not written yet. */

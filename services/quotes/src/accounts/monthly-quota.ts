@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.js';
 import { QuotesError } from '../errors.js';
+import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import type { Account } from './account-service.js';
 import type { UsageCounter } from './buffered-usage.js';
 import type { DailyUsage } from './daily-usage.js';
@@ -30,20 +31,13 @@ export class MonthlyQuota implements RequestLimiter {
     return this.period;
   }
 
-  admitNow(account: Account): Readonly<Record<string, string>> | undefined {
-    if (this.usage.tryIncrementIfBelow === undefined) return undefined;
+  /** At once when the usage counter answers at once (the count in memory), else after the store answers. */
+  admit(account: Account): MaybePromise<Readonly<Record<string, string>>> {
     const now = this.clock.now();
     const period = this.current(now);
     const limit = account.plan.monthlyRequests;
-    const count = this.usage.tryIncrementIfBelow(account.tokenId, period.month, limit);
-    return count === undefined ? undefined : this.outcome(account, now, period, limit, count ?? undefined);
-  }
-
-  async admit(account: Account): Promise<Readonly<Record<string, string>>> {
-    const now = this.clock.now();
-    const period = this.current(now);
-    const limit = account.plan.monthlyRequests;
-    const count = await this.usage.incrementIfBelow(account.tokenId, period.month, limit);
+    const count = this.usage.incrementIfBelow(account.tokenId, period.month, limit);
+    if (isPromise(count)) return count.then((n) => this.outcome(account, now, period, limit, n));
     return this.outcome(account, now, period, limit, count);
   }
 

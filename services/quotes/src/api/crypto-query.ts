@@ -3,11 +3,10 @@ import { QuotesError } from '../errors.js';
 import { resolveHistoryParams, type HistoryParams } from '../history/range-rules.js';
 import type { CoinCatalog } from '../market/coin-catalog.js';
 import { CURRENCIES, DEFAULT_CURRENCY, isQuoteCurrency } from '../market/currencies.js';
-import { quoteKeyText, type CryptoRequest } from '../service/quote-service.js';
+import { requestKey, type CryptoRequest } from '../service/quote-service.js';
 import type { Origin } from '../origin.js';
-import type { RawQuery } from '../http/query-string.js';
 
-export type { RawQuery };
+export type RawQuery = Record<string, string | string[] | undefined>;
 
 export interface ParsedCryptoQuery {
   coins: string[];
@@ -57,5 +56,5 @@ export function parseCryptoQuery(q: RawQuery, plan: Plan, catalog: CoinCatalog):
 export function cryptoRequest(q: RawQuery, plan: Plan, catalog: CoinCatalog, baseUrl: Origin): CryptoRequest {
   const parsed = parseCryptoQuery(q, plan, catalog);
   // Built field by field: on the cached path an object spread cost more than the rest of the check.
-  return { coins: parsed.coins, currency: parsed.currency, key: quoteKeyText(parsed.coins, parsed.currency), history: parsed.history, plan, baseUrl };
+  return { coins: parsed.coins, currency: parsed.currency, history: parsed.history, plan, baseUrl, key: requestKey(parsed, plan) };
 }

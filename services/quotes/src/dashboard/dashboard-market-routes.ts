@@ -7,7 +7,7 @@ import type { MarketData } from '../coingecko/market-data.js';
 import { QuotesError } from '../errors.js';
 import type { CoinCatalog } from '../market/coin-catalog.js';
 import { CURRENCIES, isCurrency } from '../market/currencies.js';
-import type { QuoteService } from '../service/quote-service.js';
+import { requestKey, type QuoteService } from '../service/quote-service.js';
 import type { QuoteStreamHub } from '../stream/quote-stream-hub.js';
 import { openStream } from '../stream/stream-routes.js';
 import { admitAll } from '../api/admission.js';
@@ -98,7 +98,9 @@ export function registerDashboardMarketRoutes(app: FastifyInstance, deps: Dashbo
       const q = request.query as RawQuery;
       const req = cryptoRequest({ coin: queryValue(q, 'coin'), currency: queryValue(q, 'currency'), range: queryValue(q, 'range'), interval: queryValue(q, 'interval') }, account.plan, deps.catalog, origin);
       if (req.coins.length !== 1) throw new QuotesError('COINS_TOO_MANY', { limit: 1 });
-      const result = await deps.quotes.quote(req.history === undefined ? { ...req, history: cryptoRequest({ coin: req.coins[0], range: '1mo' }, account.plan, deps.catalog, origin).history } : req);
+      // Without a range the chart shows a month; the key is rebuilt for that history.
+      const history = req.history ?? cryptoRequest({ coin: req.coins[0], range: '1mo' }, account.plan, deps.catalog, origin).history;
+      const result = await deps.quotes.quote(history === req.history ? req : { ...req, history, key: requestKey({ coins: req.coins, currency: req.currency, history }, account.plan) });
       const coin = (JSON.parse(result.coinsJson) as Array<Record<string, unknown>>)[0]!;
       return { coin, plan: { ranges: account.plan.ranges, intervals: account.plan.intervals } };
     });

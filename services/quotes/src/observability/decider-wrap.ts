@@ -1,12 +1,14 @@
 import type { RateLimitRequestMsg, RateLimitResponseMsg } from '@rls/rls-proto';
-import type { RateLimitDecider } from '../ratelimit/decider.js';
+import type { MaybePromise } from '../maybe-promise.js';
+import type { PreparedDecision, RateLimitDecider } from '../ratelimit/decider.js';
 
-export type ShouldRateLimitCall = (req: RateLimitRequestMsg, metadata?: Readonly<Record<string, string>>) => Promise<RateLimitResponseMsg>;
+export type ShouldRateLimitCall = (req: RateLimitRequestMsg | PreparedDecision, metadata?: Readonly<Record<string, string>>) => MaybePromise<RateLimitResponseMsg>;
 
 /**
- * `decider` with its asynchronous call (the one that does I/O) replaced by `wrap(call)`; the
- * synchronous answers of the embedded engine, `prepare` and `close` go to `decider` itself.
- * The metrics time the call through it, the tracing opens a span and injects the trace context.
+ * `decider` with its decision call replaced by `wrap(call)`; `prepare` and `close` go to
+ * `decider` itself. The metrics time the call through it, the tracing opens a span and injects
+ * the trace context. A wrapper that needs the outcome of a synchronous answer wraps it with
+ * `Promise.resolve` itself; one that has nothing to do returns `call`'s answer as it is.
  */
 export function wrapDeciderCall(decider: RateLimitDecider, wrap: (call: ShouldRateLimitCall) => ShouldRateLimitCall): RateLimitDecider {
   const call = wrap((req, metadata) => decider.shouldRateLimit(req, metadata));
@@ -15,8 +17,6 @@ export function wrapDeciderCall(decider: RateLimitDecider, wrap: (call: ShouldRa
     shouldRateLimit: call,
     close: () => decider.close(),
   };
-  if (decider.shouldRateLimitNow !== undefined) wrapped.shouldRateLimitNow = (req) => decider.shouldRateLimitNow!(req);
   if (decider.prepare !== undefined) wrapped.prepare = (req) => decider.prepare!(req);
-  if (decider.shouldRateLimitPreparedNow !== undefined) wrapped.shouldRateLimitPreparedNow = (p) => decider.shouldRateLimitPreparedNow!(p);
   return wrapped;
 }

@@ -93,7 +93,7 @@ export class QuotesMetrics {
     errors.inc({ decider: kind }, 0);
     return wrapDeciderCall(decider, (call) => (req, metadata) => {
       const t0 = performance.now();
-      return call(req, metadata).then(
+      return Promise.resolve(call(req, metadata)).then(
         (res) => {
           seconds.observe({ decider: kind, outcome: 'ok' }, (performance.now() - t0) / 1000);
           return res;

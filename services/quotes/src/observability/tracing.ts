@@ -20,7 +20,7 @@ import { BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRat
 import { endSpanWith, propagatorFor, type PropagatorName, shutdownWithin } from '@rls/tracing';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import type { RateLimitDecider } from '../ratelimit/decider.js';
+import { requestOf, type RateLimitDecider } from '../ratelimit/decider.js';
 import type { FxSource, MarketSource } from '../domain/market.js';
 import type { Store } from '../domain/repositories.js';
 import { wrapDeciderCall } from './decider-wrap.js';
@@ -165,10 +165,16 @@ export async function createQuotesTracing(opts: TracingOptions, deps: TracingDep
       return wrapDeciderCall(decider, (call) => (req, metadata) => {
         const parent = active.getStore();
         if (parent === undefined) return call(req, metadata);
-        const span = tracer.startSpan(RATE_LIMIT_SPAN, { kind: SpanKind.CLIENT, attributes: { 'rpc.system': 'grpc', 'rpc.service': 'envoy.service.ratelimit.v3.RateLimitService', domain: req.domain, decider: decider.kind } }, parent);
+        const span = tracer.startSpan(RATE_LIMIT_SPAN, { kind: SpanKind.CLIENT, attributes: { 'rpc.system': 'grpc', 'rpc.service': 'envoy.service.ratelimit.v3.RateLimitService', domain: requestOf(req).domain, decider: decider.kind } }, parent);
         const carrier: Record<string, string> = { ...metadata };
         propagator.inject(trace.setSpan(parent, span), carrier, recordSetter);
-        return endSpanWith(span, call(req, carrier));
+        let answer;
+        try {
+          answer = call(req, carrier);
+        } catch (err) {
+          answer = Promise.reject(err as Error);
+        }
+        return endSpanWith(span, Promise.resolve(answer));
       });
     },
     traceStore(store) {

@@ -2,8 +2,9 @@ import type { RequestDescriptorMsg } from '@rls/rls-proto';
 import type { Account } from '../accounts/account-service.js';
 import type { RequestLimiter } from '../accounts/request-limiter.js';
 import { QuotesError } from '../errors.js';
+import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import type { PreparedDecision } from './decider.js';
-import type { RateLimitGate } from './rate-limit-gate.js';
+import type { GateOutcome, RateLimitGate } from './rate-limit-gate.js';
 
 /**
  * The descriptor of one API request: its rule carries the plan's per-second and per-minute limits
@@ -20,38 +21,47 @@ export function burstDescriptors(planId: string, tokenId: string): RequestDescri
   ];
 }
 
-/** Prepared decisions kept (one per plan and token in use). */
+/** Most accounts whose prepared descriptors are kept (all dropped when full, then rebuilt as used). */
 const PREPARED_MAX = 10_000;
 
 /** Per-plan, per-token burst limits from the `quotes` rule file: 429 with RateLimit-* and Retry-After. */
 export class BurstLimiter implements RequestLimiter {
   readonly name = 'burst';
   /**
-   * Each (plan, token)'s descriptors, prepared once (the embedded engine keeps their rule matches and
-   * counter keys), keyed by what the descriptors are made of: a plan change is another key. Bounded:
-   * PREPARED_MAX entries, all dropped when full (they are rebuilt on the next request).
+   * Descriptors prepared once per plan and token (the embedded engine keeps their rule matches
+   * and counter keys), keyed by the two fields that decide them: plan id, then token id (two
+   * lookups of strings the account already holds, no key built per request). At most
+   * PREPARED_MAX in all.
    */
-  private readonly prepared = new Map<string, PreparedDecision>();
+  private readonly prepared = new Map<string, Map<string, RequestDescriptorMsg[] | PreparedDecision>>();
+  private preparedCount = 0;
   constructor(private readonly gate: RateLimitGate) {}
-  async admit(account: Account): Promise<Readonly<Record<string, string>>> {
-    const out = await this.gate.check(burstDescriptors(account.plan.id, account.tokenId));
-    if (!out.admitted) throw new QuotesError('RATE_LIMITED', { retryAfterSeconds: out.retryAfterSeconds, headers: out.headers });
-    return out.headers;
+
+  /** At once when the gate decides at once (embedded engine), else a promise (remote service). */
+  admit(account: Account): MaybePromise<Readonly<Record<string, string>>> {
+    const out = this.gate.check(this.descriptorsOf(account.plan.id, account.tokenId));
+    return isPromise(out) ? out.then(headersOf) : headersOf(out);
   }
-  /** Decided at once when the gate can (embedded engine), else undefined for `admit`. */
-  admitNow(account: Account): Readonly<Record<string, string>> | undefined {
-    const key = `${account.plan.id}\n${account.tokenId}`;
-    let prepared = this.prepared.get(key);
+
+  private descriptorsOf(planId: string, tokenId: string): RequestDescriptorMsg[] | PreparedDecision {
+    let byToken = this.prepared.get(planId);
+    let prepared = byToken?.get(tokenId);
     if (prepared === undefined) {
-      prepared = this.gate.prepare(burstDescriptors(account.plan.id, account.tokenId));
-      if (prepared !== undefined) {
-        if (this.prepared.size >= PREPARED_MAX) this.prepared.clear();
-        this.prepared.set(key, prepared);
+      if (this.preparedCount >= PREPARED_MAX) {
+        this.prepared.clear();
+        this.preparedCount = 0;
+        byToken = undefined;
       }
+      if (byToken === undefined) this.prepared.set(planId, (byToken = new Map<string, RequestDescriptorMsg[] | PreparedDecision>()));
+      prepared = this.gate.prepare(burstDescriptors(planId, tokenId));
+      byToken.set(tokenId, prepared);
+      this.preparedCount++;
     }
-    const out = prepared === undefined ? this.gate.checkNow(burstDescriptors(account.plan.id, account.tokenId)) : this.gate.checkPreparedNow(prepared);
-    if (out === undefined) return undefined;
-    if (!out.admitted) throw new QuotesError('RATE_LIMITED', { retryAfterSeconds: out.retryAfterSeconds, headers: out.headers });
-    return out.headers;
+    return prepared;
   }
+}
+
+function headersOf(out: GateOutcome): Readonly<Record<string, string>> {
+  if (!out.admitted) throw new QuotesError('RATE_LIMITED', { retryAfterSeconds: out.retryAfterSeconds, headers: out.headers });
+  return out.headers;
 }

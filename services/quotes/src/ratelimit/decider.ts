@@ -1,8 +1,14 @@
 import type { RateLimitRequestMsg, RateLimitResponseMsg } from '@rls/rls-proto';
+import type { MaybePromise } from '../maybe-promise.js';
 
 /** A request prepared by a decider, for that decider only (opaque to callers). */
 export interface PreparedDecision {
   readonly request: RateLimitRequestMsg;
+}
+
+/** The request message of a plain or prepared request. */
+export function requestOf(req: RateLimitRequestMsg | PreparedDecision): RateLimitRequestMsg {
+  return 'request' in req ? req.request : req;
 }
 
 /**
@@ -13,21 +19,18 @@ export interface PreparedDecision {
 export interface RateLimitDecider {
   readonly kind: 'remote' | 'embedded';
   /**
-   * Rejects when no decision could be had (service down, timeout, no rules). `metadata` goes with
-   * a remote call (the trace context); the embedded engine ignores it.
+   * The decision: the response at once when it needs no I/O (the embedded engine on its memory
+   * store), else a promise (the remote service). No decision (service down, timeout, no rules)
+   * is a throw or a rejection. `req` may be a request this decider prepared (`prepare`), so work
+   * kept between calls is reused. `metadata` goes with a remote call (the trace context); the
+   * embedded engine ignores it.
    */
-  shouldRateLimit(req: RateLimitRequestMsg, metadata?: Readonly<Record<string, string>>): Promise<RateLimitResponseMsg>;
+  shouldRateLimit(req: RateLimitRequestMsg | PreparedDecision, metadata?: Readonly<Record<string, string>>): MaybePromise<RateLimitResponseMsg>;
   /**
-   * The decision at once, when it needs no I/O (the embedded engine on its memory store): the
-   * response, a throw where `shouldRateLimit` would reject, or undefined (nothing counted) when
-   * only `shouldRateLimit` can decide.
-   */
-  shouldRateLimitNow?(req: RateLimitRequestMsg): RateLimitResponseMsg | undefined;
-  /**
-   * A request to decide again and again with `shouldRateLimitPreparedNow` (the embedded engine
-   * keeps its rule matches and counter keys): the same answers as `shouldRateLimitNow(req)`.
+   * A request to decide again and again (the embedded engine keeps its rule matches and counter
+   * keys); `shouldRateLimit(prepare(req))` answers exactly as `shouldRateLimit(req)`. Deciders
+   * that keep nothing have no `prepare`.
    */
   prepare?(req: RateLimitRequestMsg): PreparedDecision;
-  shouldRateLimitPreparedNow?(prepared: PreparedDecision): RateLimitResponseMsg | undefined;
   close(): Promise<void>;
 }

@@ -1,6 +1,7 @@
 import { DEFAULT_LIMITER_OPTIONS, loadRuleSet, MemoryStore, PreparedRequest, RateLimitService, readRuleFiles, StatsStore, type RandomSource } from '@rls/engine';
 import type { RateLimitRequestMsg, RateLimitResponseMsg } from '@rls/rls-proto';
 import type { Clock } from '../clock.js';
+import type { MaybePromise } from '../maybe-promise.js';
 import type { PreparedDecision, RateLimitDecider } from './decider.js';
 
 export interface EmbeddedDeciderOptions {
@@ -31,21 +32,21 @@ export class EmbeddedDecider implements RateLimitDecider {
     this.service = new RateLimitService({ store: new MemoryStore({ clock: opts.clock, maxBytes: opts.maxBytes, maxKeys: opts.maxKeys }), stats, clock: opts.clock, random: opts.random, options });
     this.service.setRuleSet(rules);
   }
-  async shouldRateLimit(req: RateLimitRequestMsg): Promise<RateLimitResponseMsg> {
+  /**
+   * Decided at once (the memory store answers synchronously); the promise form only when the
+   * engine cannot (it never does on its memory store, kept for safety).
+   */
+  shouldRateLimit(req: RateLimitRequestMsg | PreparedDecision): MaybePromise<RateLimitResponseMsg> {
     // The message shapes are structurally the engine's domain types (see rls-messages.ts).
-    return await this.service.shouldRateLimit(req);
-  }
-  /** Always decided at once: the memory store answers synchronously. */
-  shouldRateLimitNow(req: RateLimitRequestMsg): RateLimitResponseMsg | undefined {
-    return this.service.shouldRateLimitNow(req);
+    if ('request' in req) {
+      if (!(req instanceof PreparedRequest)) throw new TypeError('not a request prepared by this decider');
+      return this.service.shouldRateLimitPreparedNow(req) ?? this.service.shouldRateLimit(req.request);
+    }
+    return this.service.shouldRateLimitNow(req) ?? this.service.shouldRateLimit(req);
   }
   /** The engine's PreparedRequest (rule matches and counter keys kept between calls). */
   prepare(req: RateLimitRequestMsg): PreparedDecision {
     return this.service.prepare(req);
-  }
-  shouldRateLimitPreparedNow(prepared: PreparedDecision): RateLimitResponseMsg | undefined {
-    if (!(prepared instanceof PreparedRequest)) throw new TypeError('not a request prepared by this decider');
-    return this.service.shouldRateLimitPreparedNow(prepared);
   }
   close(): Promise<void> {
     return Promise.resolve();

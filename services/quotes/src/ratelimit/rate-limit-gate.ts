@@ -2,6 +2,7 @@ import { RlsCode, type RateLimitResponseMsg, type RequestDescriptorMsg } from '@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { QuotesError } from '../errors.js';
+import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import type { PreparedDecision, RateLimitDecider } from './decider.js';
 import { limitHeaders, summarizeStatuses } from './limit-headers.js';
 
@@ -46,55 +47,30 @@ export class RateLimitGate {
     private readonly clock: Clock,
   ) {}
 
-  /** Rejects with RATE_LIMIT_UNAVAILABLE (503) only when the service failed and the mode is deny. */
-  async check(descriptors: RequestDescriptorMsg[]): Promise<GateOutcome> {
+  /**
+   * The outcome for one request's descriptors, or for descriptors prepared with `prepare`: at once
+   * when the decider answered at once (the embedded engine), else a promise. Refuses with
+   * RATE_LIMIT_UNAVAILABLE (503; thrown or rejected as the answer came) only when the service
+   * failed and the mode is deny.
+   */
+  check(descriptors: RequestDescriptorMsg[] | PreparedDecision): MaybePromise<GateOutcome> {
     this.counters.calls++;
-    let res;
+    let res: MaybePromise<RateLimitResponseMsg>;
     try {
-      res = await this.decider.shouldRateLimit({ domain: this.domain, descriptors, hitsAddend: 0 });
+      res = this.decider.shouldRateLimit(Array.isArray(descriptors) ? { domain: this.domain, descriptors, hitsAddend: 0 } : descriptors);
     } catch (err) {
       return this.failed(err);
     }
+    if (isPromise(res)) return res.then((r) => this.outcome(r), (err: unknown) => this.failed(err));
     return this.outcome(res);
-  }
-
-  /**
-   * `check` at once when the decider can decide without I/O (the embedded engine): the same
-   * outcome, counters and failure mode (the deny refusal thrown); undefined, nothing counted,
-   * when only `check` can decide.
-   */
-  checkNow(descriptors: RequestDescriptorMsg[]): GateOutcome | undefined {
-    const d = this.decider;
-    if (d.shouldRateLimitNow === undefined) return undefined;
-    return this.decidedNow(() => d.shouldRateLimitNow!({ domain: this.domain, descriptors, hitsAddend: 0 }));
   }
 
   /**
    * Descriptors this gate will check again and again, prepared by a decider that can keep work
-   * between calls (`checkPreparedNow`); undefined when the decider cannot.
+   * between calls (pass the result to `check`); the descriptors themselves when it cannot.
    */
-  prepare(descriptors: RequestDescriptorMsg[]): PreparedDecision | undefined {
-    return this.decider.prepare?.({ domain: this.domain, descriptors, hitsAddend: 0 });
-  }
-
-  /** `checkNow` of prepared descriptors (see `prepare`). */
-  checkPreparedNow(prepared: PreparedDecision): GateOutcome | undefined {
-    const d = this.decider;
-    if (d.shouldRateLimitPreparedNow === undefined) return this.checkNow(prepared.request.descriptors);
-    return this.decidedNow(() => d.shouldRateLimitPreparedNow!(prepared));
-  }
-
-  private decidedNow(decide: () => RateLimitResponseMsg | undefined): GateOutcome | undefined {
-    let res;
-    try {
-      res = decide();
-    } catch (err) {
-      this.counters.calls++;
-      return this.failed(err);
-    }
-    if (res === undefined) return undefined;
-    this.counters.calls++;
-    return this.outcome(res);
+  prepare(descriptors: RequestDescriptorMsg[]): RequestDescriptorMsg[] | PreparedDecision {
+    return this.decider.prepare?.({ domain: this.domain, descriptors, hitsAddend: 0 }) ?? descriptors;
   }
 
   private outcome(res: RateLimitResponseMsg): GateOutcome {

@@ -1,5 +1,5 @@
 import { createRateLimitClient, type RateLimitClient, type RateLimitClientTls, type RateLimitRequestMsg, type RateLimitResponseMsg } from '@rls/rls-proto';
-import type { RateLimitDecider } from './decider.js';
+import { requestOf, type PreparedDecision, type RateLimitDecider } from './decider.js';
 
 export interface RemoteDeciderOptions {
   /** gRPC target of the rate limit service, e.g. `ratelimit:8081`. */
@@ -27,8 +27,8 @@ export class RemoteDecider implements RateLimitDecider {
   waitForReady(timeoutMs: number): Promise<void> {
     return this.client.waitForReady(timeoutMs);
   }
-  shouldRateLimit(req: RateLimitRequestMsg, metadata?: Readonly<Record<string, string>>): Promise<RateLimitResponseMsg> {
-    return this.client.shouldRateLimit(req, metadata === undefined ? undefined : { metadata });
+  shouldRateLimit(req: RateLimitRequestMsg | PreparedDecision, metadata?: Readonly<Record<string, string>>): Promise<RateLimitResponseMsg> {
+    return this.client.shouldRateLimit(requestOf(req), metadata === undefined ? undefined : { metadata });
   }
   close(): Promise<void> {
     this.client.close();

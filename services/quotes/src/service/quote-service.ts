@@ -17,32 +17,23 @@ import type { RateOn } from '../history/fx-history.js';
 import { valueFormat } from '../domain/value-precision.js';
 import { ORIGIN_MARK, OriginJson, type Origin } from '../origin.js';
 
-export interface CryptoRequest extends QuoteKey {
+export interface CryptoRequest {
   /** Upper-case, de-duplicated, all known to the catalogue. */
-  readonly coins: readonly string[];
+  coins: readonly string[];
+  currency: string;
   history: HistoryParams | undefined;
   plan: Plan;
   /** Origin of absolute icon URLs (validated: see origin.ts); never part of a cache key. */
   baseUrl: Origin;
-}
-
-/** What a quote without history depends on, and the cache key made of it (build it with `quoteKey`). */
-export interface QuoteKey {
-  readonly coins: readonly string[];
-  readonly currency: string;
-  /** `currency|coin,coin,…`: the quote cache's key, made once when the request is built. */
+  /**
+   * The answer's cache key (`requestKey`), built once with the request from the fields that
+   * decide the answer: coins and currency; with history also its window and the plan.
+   */
   readonly key: string;
 }
 
-/** The quote cache's key of `coins` (upper-case, de-duplicated) in `currency`. */
-export function quoteKeyText(coins: readonly string[], currency: string): string {
-  return `${currency}|${coins.join(',')}`;
-}
-
-/** The QuoteKey of `coins` in `currency`. */
-export function quoteKey(coins: readonly string[], currency: string): QuoteKey {
-  return { coins, currency, key: quoteKeyText(coins, currency) };
-}
+/** What a quote without history depends on (and is cached by). */
+export type QuoteKey = Pick<CryptoRequest, 'coins' | 'currency'>;
 
 export interface CryptoResult {
   /** The JSON text of the `coins` array. */
@@ -147,11 +138,20 @@ interface HistoryCoin {
  * (it only decides what may be asked) nor the origin (put in as the answer is sent), so no request
  * header multiplies the entries.
  */
+/** The cache key of a request's answer (CryptoRequest.key). */
+export function requestKey(req: Pick<CryptoRequest, 'coins' | 'currency' | 'history'>, plan: Plan): string {
+  return req.history === undefined ? cacheKey(req) : historyKey(req, plan);
+}
+
+function cacheKey(req: QuoteKey): string {
+  return `${req.currency}|${req.coins.join(',')}`;
+}
+
 /** A history answer also depends on the window and the plan (its validRanges and validIntervals). */
-function historyKey(req: CryptoRequest): string {
+function historyKey(req: Pick<CryptoRequest, 'coins' | 'currency' | 'history'>, plan: Plan): string {
   const h = req.history;
   const d = h?.dates;
-  return `${req.currency}|${h?.range ?? ''}|${h?.interval ?? ''}|${d === undefined ? '' : `${d.from}-${d.to}`}|${req.plan.id}|${req.coins.join(',')}`;
+  return `${req.currency}|${h?.range ?? ''}|${h?.interval ?? ''}|${d === undefined ? '' : `${d.from}-${d.to}`}|${plan.id}|${req.coins.join(',')}`;
 }
 
 /**
@@ -190,7 +190,7 @@ export class QuoteService {
     let points = 0;
     for (const w of windows) points += windowPoints(w);
     if (points > this.maxPoints) throw new QuotesError('HISTORY_TOO_LARGE', { limit: this.maxPoints, points });
-    const key = historyKey(req);
+    const key = req.key;
     const hit = this.historyAnswers.get(key);
     if (hit !== undefined && hit.version === snap.version) {
       const whole = hit.body.render(req.baseUrl).json;
@@ -307,7 +307,7 @@ export class QuoteService {
         streamed.release();
       }
     }
-    const { entry, maxAgeSeconds } = await this.cachedEntry(req);
+    const { entry, maxAgeSeconds } = await this.cachedEntry(req, req.key);
     const out = entry.body.render(req.baseUrl);
     return { coinsJson: out.json, etag: entry.etag, maxAgeSeconds, coinsBytes: out.bytes };
   }
@@ -321,9 +321,8 @@ export class QuoteService {
   }
 
   /** The cache entry of a quote without history for the current snapshot, built when missing. */
-  private async cachedEntry(req: QuoteKey): Promise<{ entry: CachedQuote; maxAgeSeconds: number }> {
+  private async cachedEntry(req: QuoteKey, key = cacheKey(req)): Promise<{ entry: CachedQuote; maxAgeSeconds: number }> {
     const { snap, rate, maxAgeSeconds } = await this.answerable(req);
-    const key = req.key;
     let entry = this.cache.peek(key);
     if (entry === undefined || entry.version !== snap.version) {
       // Counted here (peek counts nothing): the metrics' hit ratio of the quote cache.
@@ -366,7 +365,7 @@ export class QuoteService {
     }
     if (this.problem(snap, req, now) !== undefined) return undefined;
     // History answers: only those small enough to have been kept whole for this snapshot.
-    const hit = this.historyAnswers.peek(historyKey(req));
+    const hit = this.historyAnswers.peek(req.key);
     if (hit === undefined || hit.version !== snap.version) return undefined;
     const out = hit.body.render(req.baseUrl);
     return { coinsJson: out.json, etag: hit.etag, maxAgeSeconds: this.maxAge(snap, now), coinsBytes: out.bytes };

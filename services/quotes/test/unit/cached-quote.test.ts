@@ -15,7 +15,7 @@ import type { HistoryService } from '../../src/history/history-service.js';
 import { CoinCatalog } from '../../src/market/coin-catalog.js';
 import { MarketSnapshots } from '../../src/market/market-snapshots.js';
 import type { FxSnapshot, FxSource, MarketSource, Ticker } from '../../src/domain/market.js';
-import { QuoteService, quoteKey, type CryptoRequest, type CryptoResult } from '../../src/service/quote-service.js';
+import { QuoteService, requestKey, type CryptoRequest, type CryptoResult } from '../../src/service/quote-service.js';
 import { parsePublicOrigin } from '../../src/origin.js';
 
 const T0 = Date.UTC(2026, 2, 15, 12, 0, 0);
@@ -68,7 +68,7 @@ async function setup(closeTimes: Record<string, number>, fxTime = T0, cacheBytes
   return { clock, quotes, snapshots, market };
 }
 
-const request = (coins: string[], currency = 'USD'): CryptoRequest => ({ ...quoteKey(coins, currency), history: undefined, plan: PLAN, baseUrl: parsePublicOrigin('http://localhost') });
+const request = (coins: string[], currency = 'USD'): CryptoRequest => ({ coins, currency, history: undefined, plan: PLAN, baseUrl: parsePublicOrigin('http://localhost'), key: requestKey({ coins, currency, history: undefined }, PLAN) });
 
 /** What `quote` says now: its result, or the code of the error it throws. */
 async function quoteOrCode(quotes: QuoteService, req: CryptoRequest): Promise<CryptoResult | string> {
