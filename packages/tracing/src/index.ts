@@ -3,3 +3,4 @@ export * from './propagators.js';
 export * from './shutdown.js';
 export * from './spans.js';
 export * from './settings.js';
+export * from './provider.js';

@@ -12,12 +12,10 @@
 // Nothing is registered globally (no global tracer provider, propagator or context manager): the
 // request's context travels in a private AsyncLocalStorage entered in the onRequest hook.
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type TextMapGetter, type TextMapSetter } from '@opentelemetry/api';
-import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, type SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { endSpanWith, propagatorFor, type PropagatorName, shutdownWithin } from '@rls/tracing';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { createTracerProvider, endSpanWith, propagatorFor, type PropagatorName, shutdownWithin } from '@rls/tracing';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { requestOf, type RateLimitDecider } from '../ratelimit/decider.js';
@@ -69,15 +67,6 @@ export interface QuotesTracing {
   shutdown(timeoutMs?: number): Promise<void>;
 }
 
-async function createExporter(protocol: 'http' | 'grpc'): Promise<SpanExporter> {
-  if (protocol === 'grpc') {
-    const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-grpc');
-    return new OTLPTraceExporter();
-  }
-  const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
-  return new OTLPTraceExporter();
-}
-
 /** A proxy of `target` whose `methods` run `around` each call (other properties untouched; `instanceof` still holds). */
 function aroundMethods<T extends object>(target: T, methods: ReadonlySet<PropertyKey> | 'all', around: (name: string, call: () => unknown) => unknown): T {
   return new Proxy(target, {
@@ -91,17 +80,7 @@ function aroundMethods<T extends object>(target: T, methods: ReadonlySet<Propert
 }
 
 export async function createQuotesTracing(opts: TracingOptions, deps: TracingDeps): Promise<QuotesTracing> {
-  const attributes: Record<string, string> = {
-    'service.name': opts.serviceName,
-    'service.instance.id': opts.serviceInstanceId !== '' ? opts.serviceInstanceId : randomUUID(),
-  };
-  if (opts.serviceNamespace !== '') attributes['service.namespace'] = opts.serviceNamespace;
-  const exporter = deps.exporter ?? (await createExporter(opts.protocol));
-  const provider = new BasicTracerProvider({
-    resource: defaultResource().merge(resourceFromAttributes(attributes)),
-    sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(opts.samplingRate) }),
-    spanProcessors: [new BatchSpanProcessor(exporter)],
-  });
+  const { provider, attributes } = await createTracerProvider(opts, deps);
   const tracer = provider.getTracer('quotes');
   const active = new AsyncLocalStorage<Context>();
   const propagator = propagatorFor(opts.propagators);

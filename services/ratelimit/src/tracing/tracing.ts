@@ -12,15 +12,13 @@
 // parent span travels from the service wrapper to the store wrapper in a private
 // AsyncLocalStorage, so embedding applications keep their own OpenTelemetry set-up.
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { ROOT_CONTEXT, SpanKind, trace, type Context, type TextMapGetter, type Tracer } from '@opentelemetry/api';
-import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { decorateStore, type CounterStore } from '@rls/engine';
 import type { Logger } from '../logger.js';
 import type { CallContext, ShouldRateLimitFn } from '../server/grpc-server.js';
-import { DEFAULT_PROPAGATORS, endSpanWith, propagatorFor, type PropagatorName, shutdownWithin } from '@rls/tracing';
+import { createTracerProvider, DEFAULT_PROPAGATORS, endSpanWith, propagatorFor, type PropagatorName, shutdownWithin } from '@rls/tracing';
 
 export interface TracingOptions {
   readonly protocol: 'http' | 'grpc';
@@ -64,29 +62,8 @@ const headerGetter: TextMapGetter<IncomingHttpHeaders> = {
   get: (carrier, key) => carrier[key],
 };
 
-async function createExporter(protocol: 'http' | 'grpc'): Promise<SpanExporter> {
-  // Both exporters read OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, _HEADERS, _TIMEOUT, _COMPRESSION and
-  // the certificate variables from the environment themselves.
-  if (protocol === 'grpc') {
-    const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-grpc');
-    return new OTLPTraceExporter();
-  }
-  const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
-  return new OTLPTraceExporter();
-}
-
 export async function createTracing(opts: TracingOptions, deps: TracingDeps): Promise<Tracing> {
-  const attributes: Record<string, string> = {
-    'service.name': opts.serviceName,
-    'service.instance.id': opts.serviceInstanceId !== '' ? opts.serviceInstanceId : (deps.uuid ?? randomUUID)(),
-  };
-  if (opts.serviceNamespace !== '') attributes['service.namespace'] = opts.serviceNamespace;
-  const exporter = deps.exporter ?? (await createExporter(opts.protocol));
-  const provider = new BasicTracerProvider({
-    resource: defaultResource().merge(resourceFromAttributes(attributes)),
-    sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(opts.samplingRate) }),
-    spanProcessors: [new BatchSpanProcessor(exporter)],
-  });
+  const { provider, attributes } = await createTracerProvider(opts, deps);
   const tracer = provider.getTracer('ratelimit');
   const active = new AsyncLocalStorage<Context>();
   const propagators = opts.propagators ?? DEFAULT_PROPAGATORS;
