@@ -8,6 +8,7 @@ import type { RandomBytes } from './accounts/tokens.js';
 import type { UsageCounter } from './accounts/buffered-usage.js';
 import type { UserService } from './accounts/user-service.js';
 import type { Authenticate } from './api/authenticator.js';
+import type { CryptoPipeline } from './api/crypto-pipeline.js';
 import { compressionOptions } from './api/compression.js';
 import { registerCryptoRoutes } from './api/crypto-routes.js';
 import { registerCurrencyRoutes } from './api/currency-routes.js';
@@ -88,6 +89,8 @@ export interface AppServices {
   requestIds: () => string;
   /** Headers every response carries (name, value pairs): the data source, so simulated numbers are never mistaken for market data, and CORS. */
   commonHeaders: readonly string[];
+  /** GET /api/v2/crypto, for the route and the pre-router in front of fastify (QUOTES_FAST_PATH). */
+  cryptoPipeline: CryptoPipeline;
 }
 
 /** Builds the HTTP app without listening (tests use inject or listen on a loopback port). */
@@ -134,7 +137,7 @@ export async function buildApp(settings: Readonly<Settings>, services: AppServic
       await services.flushUsage();
     });
   }
-  // On every response: the data source and CORS (the fast path writes the same list).
+  // On every response: the data source and CORS (the crypto pipeline writes the same list).
   const commonHeaders = services.commonHeaders;
   app.addHook('onRequest', (request, reply, done) => {
     for (let i = 0; i < commonHeaders.length; i += 2) reply.header(commonHeaders[i]!, commonHeaders[i + 1]);
@@ -143,7 +146,7 @@ export async function buildApp(settings: Readonly<Settings>, services: AppServic
   installErrorHandling(app, errorLimits);
   // Before any route, so its onSend hook is on every one of them.
   if (settings.compression) await app.register(compress, compressionOptions(settings.compressionMinBytes));
-  registerCryptoRoutes(app, { quotes, catalog, clock, auth: services.auth.brapi, publicBaseUrl: settings.publicBaseUrl });
+  registerCryptoRoutes(app, { pipeline: services.cryptoPipeline, catalog, auth: services.auth.brapi });
   registerCoinGeckoRoutes(app, { data: marketData, catalog, clock, auth: services.auth.coingecko, publicBaseUrl: settings.publicBaseUrl, refreshMs, cacheBytes: settings.coingeckoCacheBytes });
   // brapi's fiat currency quotes, on the same tokens, plans and limits as /api/v2/crypto.
   registerCurrencyRoutes(app, { snapshots, fxHistory: services.fxHistory, fxKind: services.fxKind, clock, auth: services.auth.brapi, staleMs, refreshMs });

@@ -41,6 +41,8 @@ import type { RandomBytes } from './accounts/tokens.js';
 import { UserService } from './accounts/user-service.js';
 import { AccessLog, requestIdGenerator } from './api/access-log.js';
 import { authenticator } from './api/authenticator.js';
+import { AnswerWriter } from './api/answers.js';
+import { CryptoPipeline } from './api/crypto-pipeline.js';
 import { FastQuotePath, installFastPath } from './api/fast-quote.js';
 import { IconStore } from './api/icons.js';
 import { buildApp, type AppServices } from './app.js';
@@ -60,7 +62,6 @@ import type { AccessSink } from './logger.js';
 import { CoinCatalog, iconsDirectory, loadCoinNames } from './market/coin-catalog.js';
 import { MarketSnapshots } from './market/market-snapshots.js';
 import { buildOpenApi } from './openapi.js';
-import { originOf } from './origin.js';
 import { BurstLimiter } from './ratelimit/burst-limiter.js';
 import { shippedRulesDir } from './ratelimit/create-gate.js';
 import { LoginThrottle } from './ratelimit/login-throttle.js';
@@ -244,6 +245,23 @@ export async function buildServices(settings: Readonly<Settings>, deps: AppDeps)
         ? ingestion
         : undefined;
   const visitorPlan = deps.plans.get(settings.dashboardSignupPlan);
+  const commonHeaders = [
+    'x-data-source', market.kind,
+    'access-control-allow-origin', '*',
+    'access-control-expose-headers', 'ETag, X-Data-Source, X-Quota-Limit, X-Quota-Remaining, X-Quota-Reset, Retry-After',
+  ];
+  // GET /api/v2/crypto, once, for fastify's route and the pre-router alike (api/crypto-pipeline.ts).
+  const cryptoPipeline = new CryptoPipeline({
+    accounts,
+    limiters,
+    quotes: quoteService,
+    catalog,
+    clock,
+    publicBaseUrl: settings.publicBaseUrl,
+    commonHeaders,
+    writer: new AnswerWriter(settings.compression ? settings.compressionMinBytes : undefined, log),
+    log,
+  });
   return {
     clock,
     logger: log,
@@ -275,11 +293,8 @@ export async function buildServices(settings: Readonly<Settings>, deps: AppDeps)
     icons: new IconStore(iconsDirectory()),
     openapi: buildOpenApi(deps.plans),
     requestIds: requestIdGenerator(),
-    commonHeaders: [
-      'x-data-source', market.kind,
-      'access-control-allow-origin', '*',
-      'access-control-expose-headers', 'ETag, X-Data-Source, X-Quota-Limit, X-Quota-Remaining, X-Quota-Reset, Retry-After',
-    ],
+    commonHeaders,
+    cryptoPipeline,
     history,
     pricedHistory,
     backfill,
@@ -289,28 +304,22 @@ export async function buildServices(settings: Readonly<Settings>, deps: AppDeps)
 }
 
 /**
- * The cached-quote fast path in front of the built app (QUOTES_FAST_PATH): the route's steps with
- * the account and quote caches in front (see FastQuotePath). Undefined when off or when the server
- * has no single request listener to stand in front of. With access logging on, it writes
- * fastify's access lines itself (AccessLog, on the app's logger).
+ * The pre-router in front of the built app (QUOTES_FAST_PATH; api/fast-quote.ts): `GET
+ * /api/v2/crypto` handed to the app's CryptoPipeline without fastify's per-request work. Undefined
+ * when off, when the server has no single request listener to stand in front of, or behind a
+ * trusted proxy where fastify alone reads X-Forwarded-* (the scheme, unless PUBLIC_BASE_URL
+ * fixes the origin, and the client address of the access lines). With access logging on, it
+ * writes fastify's access lines itself (AccessLog, on the app's logger).
  */
 export function createFastPath(settings: Readonly<Settings>, services: AppServices, app: FastifyInstance, accessSink?: AccessSink): FastQuotePath | undefined {
   if (!settings.fastPath) return undefined;
   const log = services.logger;
+  const accessLogged = log.isLevelEnabled('info');
+  if (settings.trustProxy && (settings.publicBaseUrl === undefined || accessLogged)) return undefined;
   const fast = new FastQuotePath({
-    accounts: services.accounts,
-    quotes: services.quoteService,
-    limiters: services.limiters,
-    catalog: services.catalog,
-    clock: services.clock,
-    commonHeaders: services.commonHeaders,
-    log,
-    // As the route computes it; behind a trusted proxy only fastify reads X-Forwarded-*.
-    baseUrl: (req) => settings.publicBaseUrl ?? (settings.trustProxy ? undefined : originOf((req.socket as TLSSocket).encrypted === true ? 'https' : 'http', req.headers.host)),
-    compressMinBytes: settings.compression ? settings.compressionMinBytes : undefined,
-    access: log.isLevelEnabled('info')
-      ? { log: new AccessLog(app.log, accessSink), requestId: services.requestIds, clientIp: (req) => (settings.trustProxy ? undefined : req.socket.remoteAddress) }
-      : undefined,
+    pipeline: services.cryptoPipeline,
+    scheme: (req) => ((req.socket as TLSSocket).encrypted === true ? 'https' : 'http'),
+    access: accessLogged ? { log: new AccessLog(app.log, accessSink), requestId: services.requestIds, clientIp: (req) => req.socket.remoteAddress ?? '' } : undefined,
   });
   if (!installFastPath(app.server, fast)) return undefined;
   app.addHook('preClose', (done) => {

@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.js';
+import type { MaybePromise } from '../maybe-promise.js';
 import { TOKEN_BATCH, type TokenRecord, type TokenRepository, type UsageRepository } from '../domain/repositories.js';
 import type { Plan, PlanCatalog } from './plans.js';
 import { displayPrefix, generateToken, hashToken, newTokenId, sameHash, type RandomBytes } from './tokens.js';
@@ -93,28 +94,31 @@ export class AccountService {
     return true;
   }
 
-  /** The account of a token already in the cache, without asking the store; else undefined (also for an unknown token). */
-  cachedAccount(token: string | undefined): Account | undefined {
-    if (token === undefined || token.length === 0 || token.length > 200 || !this.cacheUsable()) return undefined;
-    const known = this.hashes.get(token);
-    if (known !== undefined) return this.cache.get(known);
-    const hash = hashToken(token);
-    const account = this.cache.get(hash);
-    if (account !== undefined) {
-      if (this.hashes.size >= CACHE_ENTRIES) this.hashes.clear();
-      this.hashes.set(token, hash);
-    }
-    return account;
-  }
-
-  async authenticate(token: string | undefined): Promise<Account | undefined> {
+  /**
+   * The account of a token, undefined for an unknown or revoked one: at once when the cache holds
+   * it (the hash of a token seen before is remembered too), else after the store's lookup.
+   */
+  authenticate(token: string | undefined): MaybePromise<Account | undefined> {
     if (token === undefined || token.length === 0 || token.length > 200) return undefined;
-    const hash = hashToken(token);
     const cached = this.cacheUsable();
-    if (cached) {
+    let hash = this.hashes.get(token);
+    if (cached && hash !== undefined) {
       const hit = this.cache.get(hash);
       if (hit !== undefined) return hit;
     }
+    hash ??= hashToken(token);
+    if (cached) {
+      const hit = this.cache.get(hash);
+      if (hit !== undefined) {
+        if (this.hashes.size >= CACHE_ENTRIES) this.hashes.clear();
+        this.hashes.set(token, hash);
+        return hit;
+      }
+    }
+    return this.lookUp(token, hash, cached);
+  }
+
+  private async lookUp(token: string, hash: string, cached: boolean): Promise<Account | undefined> {
     const version = this.cacheVersion;
     const rec = await this.deps.tokens.findByHash(hash);
     // The indexed lookup already matched; the constant-time check guards against a store that
@@ -127,6 +131,8 @@ export class AccountService {
     if (cached && version === this.cacheVersion) {
       if (this.cache.size >= CACHE_ENTRIES) this.cache.clear();
       this.cache.set(hash, account);
+      if (this.hashes.size >= CACHE_ENTRIES) this.hashes.clear();
+      this.hashes.set(token, hash);
     }
     return account;
   }

@@ -1,23 +1,34 @@
-import type { ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import { pipeline, Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
+import type { MaybePromise } from '../maybe-promise.js';
+import { addVary, chooseEncoding, compressAsync, compressStream, compressSync, SYNC_COMPRESS_MAX, type Encoding } from './compression.js';
 import { isQuotesError, QuotesError } from '../errors.js';
 import type { CryptoResult } from '../service/quote-service.js';
 import { etagMatches } from './http-cache.js';
 import { errorResponse, pickLanguage } from './messages.js';
 
 /**
- * A response of the API as a value: written to fastify's reply by `sendAnswer` or to node's
- * response by `writeAnswer`, so every server object that answers a request writes the same
- * status, header lines (in order) and body.
+ * A response of the API as a value: the routes fastify answers alone send it with `sendAnswer`;
+ * the `/api/v2/crypto` pipeline (crypto-pipeline.ts) writes it with its one AnswerWriter, whichever
+ * server object received the request.
  */
 export interface Answer {
   status: number;
   /** Header name, value pairs in order; lower-case names, each at most once. */
   headers: string[];
-  /** Undefined for a response without a body (304). */
+  /** Undefined for a response without a body (304) or with a streamed one. */
   body: string | undefined;
   /** UTF-8 bytes of `body`, when known. */
   bodyBytes?: number | undefined;
+  /** A body written as it is produced (chunked), instead of `body`. */
+  stream?: AnswerStream | undefined;
+}
+
+/** A streamed body and what to release once the response is over (written, abandoned or not wanted). */
+export interface AnswerStream {
+  chunks: () => AsyncIterable<string>;
+  release: () => void;
 }
 
 // Lower case, as @fastify/compress looks for `accept-encoding` before adding it.
@@ -120,15 +131,92 @@ export function sendAnswer(reply: FastifyReply, answer: Answer): FastifyReply {
   return reply.code(answer.status).send(answer.body);
 }
 
+/** Bytes buffered ahead of the socket per streamed answer. */
+const STREAM_HIGH_WATER = 64 * 1024;
+
 /**
- * Writes an answer on node's response object, as fastify would write it for a GET: the header
- * lines in order, then Content-Length for a body.
+ * The one writer of the `/api/v2/crypto` answers, on node's response object (fastify's route
+ * hands it `reply.raw` after `reply.hijack()`; the pre-router its own): the header lines in order,
+ * Content-Length for a whole body, no body for HEAD, and the response compression that
+ * @fastify/compress gives every other route, with the same choices (compression.ts,
+ * `chooseEncoding`): the same encodings, threshold and Vary. Whole bodies up to
+ * SYNC_COMPRESS_MAX bytes are compressed at once; larger ones on zlib's thread pool.
  */
-export function writeAnswer(res: ServerResponse, answer: Answer): void {
-  const { headers, body } = answer;
-  if (body !== undefined) headers.push('content-length', String(answer.bodyBytes ?? Buffer.byteLength(body)));
-  // No Content-Length for 204 and 304 (RFC 9110 §8.6), as fastify.
-  else if (answer.status >= 200 && answer.status !== 204 && answer.status !== 304) headers.push('content-length', '0');
-  res.writeHead(answer.status, headers);
-  res.end(body);
+export class AnswerWriter {
+  constructor(
+    /** QUOTES_COMPRESSION_MIN_BYTES when compression is on. */
+    private readonly compressMinBytes: number | undefined,
+    private readonly log: ErrorLog,
+  ) {}
+
+  /** Writes `answer` for a request with these headers; settles when written (a stream: when it ended or failed). */
+  write(res: ServerResponse, answer: Answer, request: IncomingHttpHeaders, head: boolean): MaybePromise<void> {
+    const { headers, body } = answer;
+    const encoding = answer.status === 206 ? undefined : chooseEncoding(request, this.compressMinBytes);
+    const stream = answer.stream;
+    if (stream !== undefined) return this.writeStream(res, answer, stream, encoding, head);
+    if (body === undefined) {
+      // No Content-Length for 204 and 304 (RFC 9110 §8.6), as fastify.
+      if (answer.status >= 200 && answer.status !== 204 && answer.status !== 304) headers.push('content-length', '0');
+      res.writeHead(answer.status, headers);
+      res.end();
+      return;
+    }
+    const bytes = answer.bodyBytes ?? Buffer.byteLength(body);
+    if (encoding === undefined || bytes < (this.compressMinBytes as number)) {
+      headers.push('content-length', String(bytes));
+      res.writeHead(answer.status, headers);
+      res.end(head ? undefined : body);
+      return;
+    }
+    if (bytes <= SYNC_COMPRESS_MAX) {
+      this.writeCompressed(res, answer, encoding, compressSync(encoding, body), head);
+      return;
+    }
+    return compressAsync(encoding, body).then(
+      (compressed) => this.writeCompressed(res, answer, encoding, compressed, head),
+      (err: unknown) => {
+        this.log.error({ err }, 'compressing an answer failed');
+        res.destroy();
+      },
+    );
+  }
+
+  private writeCompressed(res: ServerResponse, answer: Answer, encoding: Encoding, compressed: Buffer, head: boolean): void {
+    const headers = answer.headers;
+    addVary(headers);
+    headers.push('content-encoding', encoding, 'content-length', String(compressed.length));
+    res.writeHead(answer.status, headers);
+    res.end(head ? undefined : compressed);
+  }
+
+  private writeStream(res: ServerResponse, answer: Answer, stream: AnswerStream, encoding: Encoding | undefined, head: boolean): MaybePromise<void> {
+    const headers = answer.headers;
+    if (encoding !== undefined) {
+      addVary(headers);
+      headers.push('content-encoding', encoding);
+    }
+    res.writeHead(answer.status, headers);
+    // HEAD: the same headers (chunked, no length) without producing a body nobody reads.
+    if (head) {
+      stream.release();
+      res.end();
+      return;
+    }
+    res.once('close', stream.release);
+    const source = Readable.from(stream.chunks(), { objectMode: false, highWaterMark: STREAM_HIGH_WATER });
+    const done = (err: Error | null | undefined): void => {
+      stream.release();
+      // A client that went away mid-answer is no failure of ours.
+      if (err && (err as { code?: string }).code !== 'ERR_STREAM_PREMATURE_CLOSE') this.log.error({ err }, 'streaming an answer failed');
+    };
+    return new Promise<void>((resolve) => {
+      const finish = (err: Error | null | undefined): void => {
+        done(err);
+        resolve();
+      };
+      if (encoding === undefined) pipeline(source, res, finish);
+      else pipeline(source, compressStream(encoding), res, finish);
+    });
+  }
 }

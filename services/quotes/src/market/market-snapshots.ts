@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
+import type { MaybePromise } from '../maybe-promise.js';
 import type { FxSnapshot, FxSource, MarketSource, Ticker, VenueTicker } from '../domain/market.js';
 
 /** Everything a quote needs, fetched together and swapped as one immutable object. */
@@ -105,14 +106,9 @@ export class MarketSnapshots {
     return this.snap;
   }
 
-  /**
-   * The snapshot a request would get right now when that needs no refresh (no waiting), else
-   * undefined: the synchronous check of the cached-response fast path.
-   */
-  peek(): MarketSnapshot | undefined {
-    if (this.deps.mode === 'background') return this.snap.version > 0 ? this.snap : undefined;
-    const now = this.deps.clock.now();
-    return now - this.lastAttempt >= this.deps.refreshMs || now < this.lastAttempt ? undefined : this.snap;
+  /** The snapshot held now, never refreshing (version 0 before the first): for observers such as the metrics. */
+  held(): MarketSnapshot {
+    return this.snap;
   }
 
   /**
@@ -135,13 +131,17 @@ export class MarketSnapshots {
     return this.deps.mayIngest?.() ?? true;
   }
 
-  async current(): Promise<MarketSnapshot> {
-    if (this.deps.mode === 'background') return this.snap.version > 0 || !this.mayIngest() ? this.snap : await this.refreshNow();
+  /**
+   * The snapshot a request gets: the one held, at once, unless a refresh is due (on demand: the
+   * refresh interval passed; background: none yet), then after that refresh.
+   */
+  current(): MaybePromise<MarketSnapshot> {
+    if (this.deps.mode === 'background') return this.snap.version > 0 || !this.mayIngest() ? this.snap : this.refreshNow();
     const now = this.deps.clock.now();
     // A clock that moved backwards (tests, NTP steps) also forces a refresh.
     if (now - this.lastAttempt >= this.deps.refreshMs || now < this.lastAttempt) {
       this.inflight ??= this.refresh().finally(() => (this.inflight = undefined));
-      await this.inflight;
+      return this.inflight.then(() => this.snap);
     }
     return this.snap;
   }

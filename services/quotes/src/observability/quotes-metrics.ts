@@ -121,18 +121,17 @@ export class QuotesMetrics {
     const { services } = src;
     const registry = this.registry;
     const reg = [registry];
-    // The fast path keeps plain counts; their growth since the last scrape is added here.
-    const fastSeen = { served: 0, refused: 0 };
+    // The pre-router keeps plain counts by status class; their growth since the last scrape is added here.
+    const fastSeen = [0, 0, 0, 0, 0, 0];
     const requests = this.requests;
     this.collectFastPath = (): void => {
       const fast = services.fastPath;
       if (fast === undefined) return;
-      const { served, refused } = fast.counts;
-      requests.add(FAST_ROUTE, 'GET', 2, served - fastSeen.served);
-      // Refusals there are 429 / 402, or 503 when the limiter fails closed: counted as 4xx.
-      requests.add(FAST_ROUTE, 'GET', 4, refused - fastSeen.refused);
-      fastSeen.served = served;
-      fastSeen.refused = refused;
+      for (let c = 1; c <= 5; c++) {
+        const n = fast.counts[c]!;
+        requests.add(FAST_ROUTE, 'GET', c, n - fastSeen[c]!);
+        fastSeen[c] = n;
+      }
     };
 
     // Limiters: decisions by limiter and outcome.
@@ -175,8 +174,8 @@ export class QuotesMetrics {
       if (last === undefined || snap.fx !== last.fx) refreshed.fx = snap.fetchedAt;
       last = snap;
     };
-    const current = services.snapshots.peek();
-    if (current !== undefined && current.version > 0) noteSnapshot(current);
+    const held = services.snapshots.held();
+    if (held.version > 0) noteSnapshot(held);
     services.snapshots.onSnapshot(noteSnapshot);
     new Gauge({
       name: 'quotes_market_refresh_age_seconds',
@@ -227,11 +226,8 @@ export class QuotesMetrics {
     });
 
     // Caches (each bounded in bytes by a setting).
-    // The fast path's answers are quote-cache hits that the cache itself does not see (it asks without counting).
-    const quoteCache = services.quoteService.cache;
-    const fastHits = (): number => (services.fastPath === undefined ? 0 : services.fastPath.counts.served + services.fastPath.counts.refused);
     const caches = {
-      quotes: { get hits() { return quoteCache.hits + fastHits(); }, get misses() { return quoteCache.misses; }, get bytes() { return quoteCache.bytes; }, maxBytes: quoteCache.maxBytes },
+      quotes: services.quoteService.cache,
       history_answers: services.quoteService.historyAnswers,
       history_blocks: services.history.cache,
     };

@@ -15,6 +15,7 @@ import type { Ticker } from '../domain/market.js';
 import { isCryptoQuote, isCurrency, isFiat, QUOTE_CURRENCIES, usdRate, USD_PEGGED } from '../market/currencies.js';
 import type { RateOn } from '../history/fx-history.js';
 import { valueFormat } from '../domain/value-precision.js';
+import { then, type MaybePromise } from '../maybe-promise.js';
 import { ORIGIN_MARK, OriginJson, type Origin } from '../origin.js';
 
 export interface CryptoRequest {
@@ -47,14 +48,14 @@ export interface CryptoResult {
 
 /**
  * A cached quote: the `coins` text for every origin, for one snapshot version, answerable
- * without a check until `freshUntil` (ms; see QuoteService.problem). `chars`: what it holds,
- * key included, for the cache's byte bound.
+ * without a check until `answerableUntil` (ms; what QuoteService.answerability returned when the
+ * entry was built). `chars`: what it holds, key included, for the cache's byte bound.
  */
 interface CachedQuote {
   body: OriginJson;
   etag: string;
   version: number;
-  freshUntil: number;
+  answerableUntil: number;
   chars: number;
 }
 
@@ -181,10 +182,15 @@ export class QuoteService {
    * The answer to a request with history, streamed (see StreamedCryptoResult). Refused before
    * any work when the coins' windows may hold more than the budget of candles.
    */
-  async historyQuote(req: CryptoRequest): Promise<StreamedCryptoResult> {
+  historyQuote(req: CryptoRequest): MaybePromise<StreamedCryptoResult> {
+    return then(this.deps.snapshots.current(), (snap) => this.historyFor(snap, req));
+  }
+
+  /** `historyQuote` on `snap`: at once when the whole answer is cached, else once produced. */
+  private historyFor(snap: MarketSnapshot, req: CryptoRequest): MaybePromise<StreamedCryptoResult> {
     const params = req.history;
     if (params === undefined) throw new Error('historyQuote needs a request with history');
-    const { snap, now, rate, maxAgeSeconds } = await this.answerable(req);
+    const { now, rate, maxAgeSeconds } = this.answerable(snap, req);
     // Every coin's window first, so an oversized request costs nothing but this arithmetic.
     const windows = req.coins.map((c) => historyWindow(params, Math.floor((snap.tickers.get(c) as Ticker).closeTime / 1000), req.plan));
     let points = 0;
@@ -204,6 +210,10 @@ export class QuoteService {
         release: () => undefined,
       };
     }
+    return this.produceInSlot(req, snap, now, rate, maxAgeSeconds, windows, points, key);
+  }
+
+  private async produceInSlot(req: CryptoRequest, snap: MarketSnapshot, now: number, rate: number, maxAgeSeconds: number, windows: HistoryWindow[], points: number, key: string): Promise<StreamedCryptoResult> {
     // Large answers take a production slot (waiting for one if need be) before any work.
     const release = points * 10 > this.maxPoints ? await this.historySlots.acquire() : (): void => undefined;
     try {
@@ -295,21 +305,29 @@ export class QuoteService {
     };
   }
 
-  async quote(req: CryptoRequest): Promise<CryptoResult> {
-    if (req.history !== undefined) {
-      // Callers that want the whole text (not the route, which streams): bounded by the budget.
-      const streamed = await this.historyQuote(req);
-      try {
-        let coinsJson = streamed.coinsJson ?? '';
-        if (streamed.coinsJson === undefined) for await (const piece of streamed.coinsChunks()) coinsJson += piece;
-        return { coinsJson, etag: streamed.etag, maxAgeSeconds: streamed.maxAgeSeconds };
-      } finally {
-        streamed.release();
-      }
+  /**
+   * The answer to `req`: at once when the snapshot needs no refresh (a cached quote, or one built
+   * now from the snapshot in memory), else after the refresh. Requests with history get the whole
+   * text (callers other than the route, which streams `historyQuote`), bounded by the budget.
+   */
+  quote(req: CryptoRequest): MaybePromise<CryptoResult> {
+    if (req.history !== undefined) return this.wholeHistory(req);
+    return then(this.deps.snapshots.current(), (snap) => {
+      const { entry, maxAgeSeconds } = this.entryFor(snap, req, req.key);
+      const out = entry.body.render(req.baseUrl);
+      return { coinsJson: out.json, etag: entry.etag, maxAgeSeconds, coinsBytes: out.bytes };
+    });
+  }
+
+  private async wholeHistory(req: CryptoRequest): Promise<CryptoResult> {
+    const streamed = await this.historyQuote(req);
+    try {
+      let coinsJson = streamed.coinsJson ?? '';
+      if (streamed.coinsJson === undefined) for await (const piece of streamed.coinsChunks()) coinsJson += piece;
+      return { coinsJson, etag: streamed.etag, maxAgeSeconds: streamed.maxAgeSeconds };
+    } finally {
+      streamed.release();
     }
-    const { entry, maxAgeSeconds } = await this.cachedEntry(req, req.key);
-    const out = entry.body.render(req.baseUrl);
-    return { coinsJson: out.json, etag: entry.etag, maxAgeSeconds, coinsBytes: out.bytes };
   }
 
   /**
@@ -317,58 +335,40 @@ export class QuoteService {
    * sends with the request's origin put in, and what the live streams share between clients.
    */
   async quoteJson(req: QuoteKey): Promise<OriginJson> {
-    return (await this.cachedEntry(req)).entry.body;
+    return this.entryFor(await this.deps.snapshots.current(), req, cacheKey(req)).entry.body;
   }
 
-  /** The cache entry of a quote without history for the current snapshot, built when missing. */
-  private async cachedEntry(req: QuoteKey, key = cacheKey(req)): Promise<{ entry: CachedQuote; maxAgeSeconds: number }> {
-    const { snap, rate, maxAgeSeconds } = await this.answerable(req);
+  /**
+   * The cache entry of a quote without history for `snap`, built when missing; refused with what
+   * `answerability` finds. An entry of this snapshot is served without a check until its
+   * `answerableUntil`: with one snapshot only the ages `answerability` checks change.
+   */
+  private entryFor(snap: MarketSnapshot, req: QuoteKey, key: string): { entry: CachedQuote; maxAgeSeconds: number } {
+    const now = this.deps.clock.now();
     let entry = this.cache.peek(key);
-    if (entry === undefined || entry.version !== snap.version) {
+    if (entry !== undefined && entry.version === snap.version && now <= entry.answerableUntil) this.cache.hits++;
+    else {
+      const until = this.answerability(snap, req, now);
+      if (typeof until !== 'number') throw until;
       // Counted here (peek counts nothing): the metrics' hit ratio of the quote cache.
       this.cache.misses++;
+      const rate = usdRate(snap, req.currency) as number;
       const coins = req.coins.map((c) => this.coin(c, snap.tickers.get(c) as Ticker, req, rate));
       const body = new OriginJson(JSON.stringify(coins));
       // Over the origin-free text: equal data, equal ETag on every replica and for every Host.
       const etag = `W/"${createHash('sha1').update(body.text).digest('base64url')}"`;
-      entry = { body, etag, version: snap.version, freshUntil: this.answerableUntil(snap, req), chars: key.length + etag.length + body.maxChars + ENTRY_OVERHEAD };
+      entry = { body, etag, version: snap.version, answerableUntil: until, chars: key.length + etag.length + body.maxChars + ENTRY_OVERHEAD };
       this.cache.set(key, entry);
-    } else this.cache.hits++;
-    return { entry, maxAgeSeconds };
-  }
-
-  /** The current snapshot and time, refused with what `problem` finds for `req`; the USD rate of its currency and the answer's max-age. */
-  private async answerable(req: QuoteKey): Promise<{ snap: MarketSnapshot; now: number; rate: number; maxAgeSeconds: number }> {
-    const snap = await this.deps.snapshots.current();
-    const now = this.deps.clock.now();
-    const problem = this.problem(snap, req, now);
-    if (problem !== undefined) throw problem;
-    return { snap, now, rate: usdRate(snap, req.currency) as number, maxAgeSeconds: this.maxAge(snap, now) };
-  }
-
-  /**
-   * The answer `quote` would give when it is already cached and needs no refresh, else
-   * undefined (also for every error case, which `quote` then reports). Synchronous and free of
-   * side effects, so a caller may ask it before admitting a request.
-   */
-  cachedQuote(req: CryptoRequest): CryptoResult | undefined {
-    const snap = this.deps.snapshots.peek();
-    if (snap === undefined) return undefined;
-    const now = this.deps.clock.now();
-    if (req.history === undefined) {
-      const hit = this.cache.peek(req.key);
-      if (hit === undefined || hit.version !== snap.version) return undefined;
-      // What `problem` would say for this snapshot (see `quote`), but for the age of its tickers.
-      if (now > hit.freshUntil && this.problem(snap, req, now) !== undefined) return undefined;
-      const out = hit.body.render(req.baseUrl);
-      return { coinsJson: out.json, etag: hit.etag, maxAgeSeconds: this.maxAge(snap, now), coinsBytes: out.bytes };
     }
-    if (this.problem(snap, req, now) !== undefined) return undefined;
-    // History answers: only those small enough to have been kept whole for this snapshot.
-    const hit = this.historyAnswers.peek(req.key);
-    if (hit === undefined || hit.version !== snap.version) return undefined;
-    const out = hit.body.render(req.baseUrl);
-    return { coinsJson: out.json, etag: hit.etag, maxAgeSeconds: this.maxAge(snap, now), coinsBytes: out.bytes };
+    return { entry, maxAgeSeconds: this.maxAge(snap, now) };
+  }
+
+  /** The time now, refused with what `answerability` finds for `req` in `snap`; the USD rate of its currency and the answer's max-age. */
+  private answerable(snap: MarketSnapshot, req: QuoteKey): { now: number; rate: number; maxAgeSeconds: number } {
+    const now = this.deps.clock.now();
+    const until = this.answerability(snap, req, now);
+    if (typeof until !== 'number') throw until;
+    return { now, rate: usdRate(snap, req.currency) as number, maxAgeSeconds: this.maxAge(snap, now) };
   }
 
   private maxAge(snap: MarketSnapshot, now: number): number {
@@ -388,22 +388,30 @@ export class QuoteService {
     return oldest + this.deps.staleMs;
   }
 
-  /** Why `req` cannot be answered from `snap` (missing or stale data), or undefined. */
-  private problem(snap: MarketSnapshot, req: QuoteKey, now: number): QuotesError | undefined {
+  /**
+   * Why `req` cannot be answered from `snap` now (missing or stale data, no rate), or else until
+   * when (ms) it stays answerable: with one snapshot only the ages checked here change (the coins'
+   * tickers, a crypto quote currency's ticker, the FX fixing for fiat), so the answer holds while
+   * `now` is at most the oldest of them plus QUOTES_STALE_SECONDS. One function decides both, so
+   * a cached answer is served exactly as long as this check would pass.
+   */
+  private answerability(snap: MarketSnapshot, req: QuoteKey, now: number): QuotesError | number {
+    const staleMs = this.deps.staleMs;
     let missing: string[] | undefined;
     let stale: string[] | undefined;
     let oldest = Infinity;
+    let oldestFresh = Infinity;
     for (const c of req.coins) {
       const t = snap.tickers.get(c);
       if (t === undefined || !(t.lastPrice > 0)) (missing ??= []).push(c);
       // Old data is never served as current: the answer says how old it is.
-      else if (now - t.closeTime > this.deps.staleMs) {
+      else if (now - t.closeTime > staleMs) {
         (stale ??= []).push(c);
         oldest = Math.min(oldest, t.closeTime);
-      }
+      } else oldestFresh = Math.min(oldestFresh, t.closeTime);
     }
     if (missing !== undefined) return new QuotesError('QUOTE_UNAVAILABLE', { coins: missing });
-    const limitSeconds = Math.round(this.deps.staleMs / 1000);
+    const limitSeconds = Math.round(staleMs / 1000);
     if (stale !== undefined) return new QuotesError('QUOTE_UNAVAILABLE', { coins: stale, ageSeconds: Math.floor((now - oldest) / 1000), limitSeconds });
     const rate = usdRate(snap, req.currency);
     // Extension currencies (more fiat, crypto quotes) are offered only where a rate exists.
@@ -413,12 +421,16 @@ export class QuoteService {
     if (rate === undefined || !(rate > 0)) return new QuotesError('QUOTE_UNAVAILABLE', { coins: [`USD/${req.currency}`] });
     if (isCryptoQuote(req.currency) && !USD_PEGGED.has(req.currency)) {
       const q = snap.tickers.get(req.currency);
-      if (q !== undefined && now - q.closeTime > this.deps.staleMs) return new QuotesError('QUOTE_UNAVAILABLE', { coins: [req.currency], ageSeconds: Math.floor((now - q.closeTime) / 1000), limitSeconds });
+      if (q !== undefined) {
+        if (now - q.closeTime > staleMs) return new QuotesError('QUOTE_UNAVAILABLE', { coins: [req.currency], ageSeconds: Math.floor((now - q.closeTime) / 1000), limitSeconds });
+        oldestFresh = Math.min(oldestFresh, q.closeTime);
+      }
     }
-    if (isFiat(req.currency) && req.currency !== 'USD' && now - snap.fx.time > this.deps.staleMs) {
-      return new QuotesError('QUOTE_UNAVAILABLE', { coins: [`USD/${req.currency}`], ageSeconds: Math.floor((now - snap.fx.time) / 1000), limitSeconds });
+    if (isFiat(req.currency) && req.currency !== 'USD') {
+      if (now - snap.fx.time > staleMs) return new QuotesError('QUOTE_UNAVAILABLE', { coins: [`USD/${req.currency}`], ageSeconds: Math.floor((now - snap.fx.time) / 1000), limitSeconds });
+      oldestFresh = Math.min(oldestFresh, snap.fx.time);
     }
-    return undefined;
+    return oldestFresh + staleMs;
   }
 
   /**

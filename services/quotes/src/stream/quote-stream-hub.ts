@@ -4,12 +4,13 @@ import type { Plan } from '../accounts/plans.js';
 import type { Clock } from '../clock.js';
 import { QuotesError } from '../errors.js';
 import type { MarketSnapshot } from '../market/market-snapshots.js';
+import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import { OriginJson, type Origin } from '../origin.js';
 import { sseEvent, SseStream, type CloseReason, type QuotePair } from './sse-stream.js';
 
 /** What the hub needs of the market: the current snapshot and a call per new one. */
 export interface SnapshotFeed {
-  current(): Promise<MarketSnapshot>;
+  current(): MaybePromise<MarketSnapshot>;
   onSnapshot(listener: (snap: MarketSnapshot) => void): () => void;
 }
 
@@ -415,7 +416,11 @@ export class QuoteStreamHub {
   private tick(): void {
     const now = this.deps.clock.now();
     const { limits } = this.deps;
-    if (this.streams.size > 0) this.deps.feed.current().catch(() => undefined);
+    if (this.streams.size > 0) {
+      // Asking is what keeps an on-demand market refreshing while streams are open.
+      const asked = this.deps.feed.current();
+      if (isPromise(asked)) asked.catch(() => undefined);
+    }
     for (const s of [...this.streams]) {
       if (s.stalled(now)) {
         s.close('stalled');

@@ -128,41 +128,59 @@ describe('compression', () => {
       const auth = { authorization: `Bearer ${t.tokens.pro!}` };
       const three = '/api/v2/crypto?coin=BTC,ETH,SOL';
       await get(port, three, auth);
-      const before = t.fastPath!.counts.served;
+      const before = t.fastPath!.counts[2]!;
       const r = await get(port, three, { ...auth, 'accept-encoding': 'gzip, deflate, br' });
       assert.equal(r.headers['content-encoding'], undefined);
       assert.ok(r.body.length < 4096);
       assert.match(String(r.headers.vary), /accept-encoding/);
-      assert.equal(t.fastPath!.counts.served, before + 1);
+      assert.equal(t.fastPath!.counts[2], before + 1);
     } finally {
       await t.close();
     }
   });
 
-  test('the fast path leaves answers fastify would compress to fastify, and serves the rest', async () => {
-    const t = await makeTestApp({ logLevel: 'warn', settings: { PUBLIC_BASE_URL: 'http://quotes.test', QUOTES_COMPRESSION_MIN_BYTES: '1024' } });
+  test('the pre-router compresses as the plugin would: above the threshold by Accept-Encoding, the same choice through fastify', async () => {
+    const settings = { PUBLIC_BASE_URL: 'http://quotes.test', QUOTES_COMPRESSION_MIN_BYTES: '1024' };
+    const t = await makeTestApp({ logLevel: 'warn', settings });
+    const full = await makeTestApp({ logLevel: 'warn', settings: { ...settings, QUOTES_FAST_PATH: 'false' } });
     try {
-      const port = await listen(t);
-      const auth = { authorization: `Bearer ${t.tokens.pro!}` };
-      const fast = t.fastPath!;
+      const [port, fullPort] = [await listen(t), await listen(full)];
+      const served = () => t.fastPath!.counts[2]!;
       const three = '/api/v2/crypto?coin=BTC,ETH,SOL';
-      const first = await get(port, three, auth); // fills the cache
+      const first = await get(port, three, { authorization: `Bearer ${t.tokens.pro!}` });
       assert.ok(first.body.length > 1024, `${first.body.length} bytes: above the threshold`);
-      const served = () => fast.counts.served;
-      const before = served();
-      const br = await get(port, three, { ...auth, 'accept-encoding': 'br' });
-      assert.equal(br.headers['content-encoding'], 'br');
-      assert.equal(served(), before, 'compressed by fastify');
-      assert.equal(sameData(decoded(br)), sameData(first.body.toString()));
-      const plain = await get(port, three, { ...auth, 'accept-encoding': 'identity' });
-      assert.equal(plain.headers['content-encoding'], undefined);
-      assert.equal(served(), before + 1, 'identity answers stay on the fast path');
-      await get(port, '/api/v2/crypto?coin=BTC', auth);
-      const small = await get(port, '/api/v2/crypto?coin=BTC', { ...auth, 'accept-encoding': 'gzip, br' });
-      assert.equal(small.headers['content-encoding'], undefined);
-      assert.equal(served(), before + 2, 'a small answer is never compressed, so the fast path serves it');
+      assert.equal(first.headers['content-encoding'], undefined, 'no Accept-Encoding');
+      const cases: Array<[Record<string, string>, string | undefined]> = [
+        [{ 'accept-encoding': 'br' }, 'br'],
+        [{ 'accept-encoding': 'gzip, deflate, br' }, 'br'],
+        [{ 'accept-encoding': 'gzip' }, 'gzip'],
+        [{ 'accept-encoding': 'x-gzip' }, 'gzip'],
+        [{ 'accept-encoding': '*' }, 'gzip'],
+        [{ 'accept-encoding': 'br;q=0, gzip;q=0.5' }, 'gzip'],
+        [{ 'accept-encoding': 'identity' }, undefined],
+        [{ 'accept-encoding': 'deflate' }, undefined],
+        [{ 'accept-encoding': 'br', 'x-no-compression': '1' }, undefined],
+      ];
+      for (const [headers, encoding] of cases) {
+        const before = served();
+        const a = await get(port, three, { authorization: `Bearer ${t.tokens.pro!}`, ...headers });
+        const b = await get(fullPort, three, { authorization: `Bearer ${full.tokens.pro!}`, ...headers });
+        assert.equal(served(), before + 1, 'taken by the pre-router');
+        for (const r of [a, b]) {
+          assert.equal(r.status, 200);
+          assert.equal(r.headers['content-encoding'], encoding, JSON.stringify(headers));
+          assert.equal(Number(r.headers['content-length']), r.body.length, 'Content-Length of the bytes sent');
+          assert.equal(String(r.headers.vary).toLowerCase().split('accept-encoding').length, 2, `Accept-Encoding once in Vary: ${String(r.headers.vary)}`);
+          assert.equal(sameData(decoded(r)), sameData(first.body.toString()));
+        }
+        if (encoding !== undefined) assert.ok(a.body.length < first.body.length / 2, `${encoding}: ${a.body.length} of ${first.body.length} bytes`);
+      }
+      const small = await get(port, '/api/v2/crypto?coin=BTC', { authorization: `Bearer ${t.tokens.pro!}`, 'accept-encoding': 'gzip, br' });
+      assert.ok(small.body.length < 1024);
+      assert.equal(small.headers['content-encoding'], undefined, 'a small answer is never compressed');
     } finally {
       await t.close();
+      await full.close();
     }
   });
 

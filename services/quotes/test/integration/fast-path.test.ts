@@ -1,7 +1,8 @@
-// The cached-quote fast path (api/fast-quote.ts) against the full fastify pipeline, over real
-// HTTP: two apps with the same clock, market and plans, one with QUOTES_FAST_PATH=false, must
-// answer every request with the same status, the same header lines in the same order and the
-// same body; quotas must count each request exactly once whichever path served it.
+// The pre-router (api/fast-quote.ts) against fastify's route, over real HTTP: two apps with the
+// same clock, market and plans, one with QUOTES_FAST_PATH=false, must answer every request with
+// the same status, the same header lines in the same order and the same body (both hand it to the
+// one CryptoPipeline and its writer); quotas must count each request exactly once whichever
+// server object received it.
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
@@ -81,7 +82,11 @@ async function both(p: Pair, plan: string, path: string, headers: Record<string,
   return a;
 }
 
-const counts = (t: TestApp) => ({ ...(t.fastPath?.counts ?? { served: -1, refused: -1 }) });
+/** What the pre-router answered: below 400, and 400 and above. */
+const counts = (t: TestApp) => {
+  const c = t.fastPath?.counts;
+  return c === undefined ? { served: -1, refused: -1 } : { served: c[1]! + c[2]! + c[3]!, refused: c[4]! + c[5]! };
+};
 
 describe('cached-quote fast path', () => {
   test('answers cached quotes with the same status, header lines and body as the full pipeline', async () => {
@@ -91,7 +96,7 @@ describe('cached-quote fast path', () => {
       const path = '/api/v2/crypto?coin=BTC,ETH,SOL';
       const first = await both(p, 'pro', path);
       assert.equal(first.status, 200);
-      assert.deepEqual(counts(p.fast), { served: 0, refused: 0 }, 'the first request fills the quote cache through the route');
+      assert.deepEqual(counts(p.fast), { served: 1, refused: 0 }, 'the first request (filling the quote cache) taken too');
       for (let i = 0; i < 3; i++) await both(p, 'pro', path);
       // Another currency, a history range (cached after its first request), the token as a query parameter.
       await both(p, 'pro', '/api/v2/crypto?coin=ETH&currency=USD');
@@ -101,7 +106,7 @@ describe('cached-quote fast path', () => {
       assert.match(last.body, /"historicalDataPrice":\[/);
       const viaQuery = (t: TestApp, port: number) => get(port, `${path}&token=${t.tokens.pro!}`);
       assert.deepEqual(sameShape(await viaQuery(p.fast, p.fastPort)), sameShape(await viaQuery(p.full, p.fullPort)));
-      assert.deepEqual(counts(p.fast), { served: 6, refused: 0 });
+      assert.deepEqual(counts(p.fast), { served: 9, refused: 0 });
       // Quota headers moved by one per request on both paths: this is the 10th request.
       const q = (await both(p, 'pro', path)).headers.find((h) => h.startsWith('x-quota-remaining: '));
       assert.equal(q, `x-quota-remaining: ${500_000 - 10}`);
@@ -110,27 +115,33 @@ describe('cached-quote fast path', () => {
     }
   });
 
-  test('requests it cannot answer exactly reach the route untouched', async () => {
+  test('every GET is taken, errors, 304s and refreshes included; HEAD and bodies reach the route', async () => {
     const p = await pair();
     try {
       const path = '/api/v2/crypto?coin=BTC';
       const ok = await both(p, 'pro', path);
       const etag = ok.headers.find((h) => h.startsWith('etag: '))!.slice(6);
       assert.equal((await both(p, 'pro', path, { 'if-none-match': etag })).status, 304);
-      assert.equal((await both(p, 'pro', path, {}, 'HEAD')).status, 200);
+      assert.deepEqual(counts(p.fast), { served: 2, refused: 0 });
+      const head = await both(p, 'pro', path, {}, 'HEAD');
+      assert.equal(head.status, 200);
+      assert.equal(head.body, '');
+      const length = Number(head.headers.find((h) => h.startsWith('content-length: '))?.slice(16));
+      assert.ok(Math.abs(length - Buffer.byteLength(ok.body)) <= 2, `the length of the GET body (${length}; took's digits may differ)`);
+      assert.deepEqual(counts(p.fast), { served: 2, refused: 0 }, 'HEAD went to the route');
       assert.equal((await both(p, 'pro', '/api/v2/crypto?coin=BTC,NOPE')).status, 400);
       assert.equal((await both(p, 'pro', '/api/v2/crypto?coin=BTC&currency=XYZ')).status, 400);
       assert.equal((await both(p, 'free', path)).status, 403);
       assert.equal((await both(p, 'pro', path, { authorization: 'Bearer qt_unknown' })).status, 401);
       assert.equal((await both(p, 'pro', path, { 'accept-language': 'pt-BR', authorization: '' })).status, 401);
-      assert.deepEqual(counts(p.fast), { served: 0, refused: 0 });
-      // Past the refresh interval the snapshot must be refreshed, which only the route does.
+      assert.equal((await both(p, 'pro', '/api/v2/crypto', {})).status, 417);
+      assert.deepEqual(counts(p.fast), { served: 2, refused: 6 });
+      // Past the refresh interval the snapshot is refreshed first (the step waits, then answers).
       p.fast.clock.advance(60_000);
       p.full.clock.advance(60_000);
       assert.equal((await both(p, 'pro', path)).status, 200);
-      assert.deepEqual(counts(p.fast), { served: 0, refused: 0 });
       assert.equal((await both(p, 'pro', path)).status, 200);
-      assert.deepEqual(counts(p.fast), { served: 1, refused: 0 });
+      assert.deepEqual(counts(p.fast), { served: 4, refused: 6 });
     } finally {
       await p.close();
     }
@@ -149,7 +160,7 @@ describe('cached-quote fast path', () => {
       const pt = await both(p, 'pro', path, { 'accept-language': 'pt-BR' });
       assert.equal(pt.status, 402);
       assert.notEqual(JSON.parse(pt.body).message, JSON.parse(refused.body).message, 'Portuguese text with pt-BR');
-      assert.deepEqual(counts(p.fast), { served: 1, refused: 2 });
+      assert.deepEqual(counts(p.fast), { served: 2, refused: 2 });
       for (const t of [p.fast, p.full]) {
         await t.services.flushUsage();
         assert.equal(await t.store.usage.get(t.tokenIds.pro!, monthKey(T0)), 2, 'refusals are not counted');
@@ -177,7 +188,7 @@ describe('cached-quote fast path', () => {
       const limited = await both(p, 'startup', path);
       assert.equal(limited.status, 429);
       assert.ok(limited.headers.includes('retry-after: 3'), limited.headers.join('\n'));
-      assert.deepEqual(counts(p.fast), { served: 1, refused: 1 });
+      assert.deepEqual(counts(p.fast), { served: 2, refused: 1 });
     } finally {
       await p.close();
     }
@@ -193,7 +204,7 @@ describe('cached-quote fast path', () => {
       const auth = { authorization: `Bearer ${t.tokens.startup!}` };
       assert.equal((await get(port, '/api/v2/crypto?coin=BTC', auth)).status, 200);
       assert.equal((await get(port, '/api/v2/crypto?coin=BTC', auth)).status, 200);
-      assert.equal(counts(t).served, 1);
+      assert.equal(counts(t).served, 2);
       assert.ok(await other.tokens.revoke(t.tokenIds.startup!, T0));
       const revokedAt = performance.now();
       await waitFor(async () => (await get(port, '/api/v2/crypto?coin=BTC', auth)).status === 401, { what: 'revocation seen', timeoutMs: 1000, intervalMs: 1 });
@@ -210,16 +221,16 @@ describe('cached-quote fast path', () => {
     try {
       assert.ok(p.fast.fastPath !== undefined, 'installed at the default log level');
       const path = '/api/v2/crypto?coin=BTC,ETH,SOL';
-      await both(p, 'pro', path); // fills the cache through the route: req-1
+      await both(p, 'pro', path); // fills the cache: req-1
       await both(p, 'pro', path, { 'x-request-id': 'client-chosen' }); // the header is not an id, as in fastify 5
-      await both(p, 'pro', `${path}&currency=USD`); // route (cache fill)
+      await both(p, 'pro', `${path}&currency=USD`); // cache fill
       await both(p, 'pro', `${path}&currency=USD`);
       // A token in the URL is masked in both paths' lines.
       const viaQuery = (t: TestApp, port: number) => get(port, `${path}&token=${t.tokens.pro!}`);
       assert.deepEqual(sameShape(await viaQuery(p.fast, p.fastPort)), sameShape(await viaQuery(p.full, p.fullPort)));
       assert.equal((await both(p, 'pro', '/api/v2/crypto?coin=NOPE')).status, 400);
       await both(p, 'pro', path);
-      assert.deepEqual(counts(p.fast), { served: 4, refused: 0 });
+      assert.deepEqual(counts(p.fast), { served: 6, refused: 1 });
       const access = (t: TestApp): Array<Record<string, unknown>> =>
         t.logs
           .join('')
@@ -252,7 +263,7 @@ describe('cached-quote fast path', () => {
     try {
       const path = '/api/v2/crypto?coin=BTC';
       for (let i = 0; i < 3; i++) await both(p, 'pro', path);
-      assert.deepEqual(counts(p.fast), { served: 1, refused: 1 });
+      assert.deepEqual(counts(p.fast), { served: 2, refused: 1 });
       const completed = (t: TestApp) =>
         t.logs
           .join('')

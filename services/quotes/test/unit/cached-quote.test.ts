@@ -1,14 +1,16 @@
-// QuoteService.cachedQuote (the fast path's quote lookup): a cached answer is served without the
-// staleness check only while nothing in it can have gone stale; with one snapshot and an injected
-// clock, the answer must disappear exactly when `quote` would refuse it. And the byte lengths it
-// carries (coinsBytes, bodyBytes) must be the UTF-8 lengths of text with non-ASCII coin names.
+// QuoteService.quote answers at once (no promise) from its cache, and serves a cached answer
+// without the staleness check only while nothing in it can have gone stale; with one snapshot and
+// an injected clock, the answer must be refused exactly when the full check would refuse it. And
+// the byte lengths it carries (coinsBytes, bodyBytes) must be the UTF-8 lengths of text with
+// non-ASCII coin names, as the pipeline's writer (AnswerWriter) writes them.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import pino from 'pino';
 import { FakeClock } from '@rls/testkit';
 import type { Plan } from '../../src/accounts/plans.js';
-import { quoteAnswer, writeAnswer, type Answer } from '../../src/api/answers.js';
+import { AnswerWriter, quoteAnswer, type Answer } from '../../src/api/answers.js';
+import { isPromise } from '../../src/maybe-promise.js';
 import { isQuotesError } from '../../src/errors.js';
 import type { FxHistory } from '../../src/history/fx-history.js';
 import type { HistoryService } from '../../src/history/history-service.js';
@@ -70,6 +72,27 @@ async function setup(closeTimes: Record<string, number>, fxTime = T0, cacheBytes
 
 const request = (coins: string[], currency = 'USD'): CryptoRequest => ({ coins, currency, history: undefined, plan: PLAN, baseUrl: parsePublicOrigin('http://localhost'), key: requestKey({ coins, currency, history: undefined }, PLAN) });
 
+/**
+ * `quote` with its snapshot held (background mode): answered at once, never a promise; the
+ * result, or undefined when it refuses (QUOTE_UNAVAILABLE, thrown at once too).
+ */
+function atOnce(quotes: QuoteService, req: CryptoRequest): CryptoResult | undefined {
+  try {
+    const r = quotes.quote(req);
+    assert.ok(!isPromise(r), 'answered without a promise');
+    return r;
+  } catch (err) {
+    assert.ok(isQuotesError(err));
+    assert.equal(err.code, 'QUOTE_UNAVAILABLE');
+    return undefined;
+  }
+}
+
+const writer = new AnswerWriter(undefined, pino({ level: 'silent' }));
+function writeAnswer(res: ServerResponse, answer: Answer): void {
+  assert.equal(writer.write(res, answer, {}, false), undefined, 'written at once');
+}
+
 /** What `quote` says now: its result, or the code of the error it throws. */
 async function quoteOrCode(quotes: QuoteService, req: CryptoRequest): Promise<CryptoResult | string> {
   try {
@@ -80,27 +103,27 @@ async function quoteOrCode(quotes: QuoteService, req: CryptoRequest): Promise<Cr
   }
 }
 
-describe('cachedQuote and staleness with one snapshot', () => {
+describe('quote at once and staleness with one snapshot', () => {
   test('served until the oldest ticker of the answer passes the stale limit, then undefined (as quote refuses)', async () => {
     const oldest = T0 - 20_000;
     const { clock, quotes } = await setup({ ACC: T0 - 5_000, BTC: oldest, ETH: T0 - 1_000 });
     const req = request(['ACC', 'BTC']);
     const first = await quotes.quote(req);
-    const hit = quotes.cachedQuote(req);
+    const hit = atOnce(quotes, req);
     assert.equal(hit?.coinsJson, first.coinsJson);
     assert.equal(hit?.etag, first.etag);
 
     // The last millisecond BTC is not stale (now - closeTime == staleMs): still served by both.
     clock.set(oldest + STALE_MS);
-    assert.equal(quotes.cachedQuote(req)?.etag, first.etag);
+    assert.equal(atOnce(quotes, req)?.etag, first.etag);
     assert.equal(typeof (await quoteOrCode(quotes, req)), 'object');
 
     clock.set(oldest + STALE_MS + 1);
     assert.equal(await quoteOrCode(quotes, req), 'QUOTE_UNAVAILABLE');
-    assert.equal(quotes.cachedQuote(req), undefined, 'the same request object (its key remembered)');
-    assert.equal(quotes.cachedQuote(request(['ACC', 'BTC'])), undefined, 'an equal request object');
+    assert.equal(atOnce(quotes, req), undefined, 'the same request object (its key remembered)');
+    assert.equal(atOnce(quotes, request(['ACC', 'BTC'])), undefined, 'an equal request object');
     clock.advance(3_600_000);
-    assert.equal(quotes.cachedQuote(req), undefined, 'and later');
+    assert.equal(atOnce(quotes, req), undefined, 'and later');
   });
 
   test('a request without the oldest coin keeps being served until its own oldest ticker is stale', async () => {
@@ -110,24 +133,28 @@ describe('cachedQuote and staleness with one snapshot', () => {
     await quotes.quote(fresh);
     await quotes.quote(withBtc);
     clock.set(T0 - 40_000 + STALE_MS + 1);
-    assert.equal(quotes.cachedQuote(withBtc), undefined);
-    assert.ok(quotes.cachedQuote(fresh) !== undefined);
+    assert.equal(atOnce(quotes, withBtc), undefined);
+    assert.ok(atOnce(quotes, fresh) !== undefined);
     clock.set(T0 - 5_000 + STALE_MS + 1);
-    assert.equal(quotes.cachedQuote(fresh), undefined);
+    assert.equal(atOnce(quotes, fresh), undefined);
     assert.equal(await quoteOrCode(quotes, fresh), 'QUOTE_UNAVAILABLE');
   });
 
-  test('a new snapshot version is a miss until quote runs again', async () => {
+  test('a new snapshot version is a cache miss: the answer is built again, at once, from the new data', async () => {
     const s = await setup({ ACC: T0, BTC: T0, ETH: T0 });
     const req = request(['ACC']);
-    await s.quotes.quote(req);
-    assert.ok(s.quotes.cachedQuote(req) !== undefined);
+    const first = await s.quotes.quote(req);
+    const hits = s.quotes.cache.hits;
+    assert.equal(atOnce(s.quotes, req)?.etag, first.etag);
+    assert.equal(s.quotes.cache.hits, hits + 1);
     s.market.tickers = s.market.tickers.map((t) => ticker(t.symbol, t.lastPrice * 2, T0 + 1_000));
     s.clock.advance(1_000);
     await s.snapshots.refreshNow();
-    assert.equal(s.quotes.cachedQuote(req), undefined);
-    const again = await s.quotes.quote(req);
-    assert.equal(s.quotes.cachedQuote(req)?.coinsJson, again.coinsJson);
+    const misses = s.quotes.cache.misses;
+    const again = atOnce(s.quotes, req);
+    assert.equal(s.quotes.cache.misses, misses + 1);
+    assert.notEqual(again?.etag, first.etag);
+    assert.equal(JSON.parse(again?.coinsJson ?? '[]')[0].regularMarketPrice, 2 * JSON.parse(first.coinsJson)[0].regularMarketPrice);
   });
 
   test('fiat currency: not served once the FX rates are older than the stale limit (as quote refuses)', async () => {
@@ -135,10 +162,10 @@ describe('cachedQuote and staleness with one snapshot', () => {
     const { clock, quotes } = await setup({ ACC: T0, BTC: T0, ETH: T0 }, fxTime);
     const req = request(['ACC'], 'BRL');
     await quotes.quote(req);
-    assert.ok(quotes.cachedQuote(req) !== undefined);
+    assert.ok(atOnce(quotes, req) !== undefined);
     clock.set(fxTime + STALE_MS + 1); // tickers 11 s old, FX rates past the limit
     assert.equal(await quoteOrCode(quotes, req), 'QUOTE_UNAVAILABLE');
-    assert.equal(quotes.cachedQuote(req), undefined);
+    assert.equal(atOnce(quotes, req), undefined);
   });
 
   // The same for a crypto quote currency (BTC, ETH) whose own ticker is older than the coins'.
@@ -146,10 +173,10 @@ describe('cachedQuote and staleness with one snapshot', () => {
     const { clock, quotes } = await setup({ ACC: T0, BTC: T0 - 50_000, ETH: T0 });
     const req = request(['ACC'], 'BTC');
     await quotes.quote(req);
-    assert.ok(quotes.cachedQuote(req) !== undefined);
+    assert.ok(atOnce(quotes, req) !== undefined);
     clock.set(T0 - 50_000 + STALE_MS + 1);
     assert.equal(await quoteOrCode(quotes, req), 'QUOTE_UNAVAILABLE');
-    assert.equal(quotes.cachedQuote(req), undefined);
+    assert.equal(atOnce(quotes, req), undefined);
   });
 });
 
@@ -163,7 +190,7 @@ describe('the quote cache and the origin (issue 23: no request header multiplies
     const entries = quotes.cache.size;
     for (let i = 0; i < 200; i++) {
       const origin = `https://h${i}.example:8443`;
-      const r = i % 2 === 0 ? await quotes.quote(withOrigin(req, origin)) : quotes.cachedQuote(withOrigin(req, origin));
+      const r = i % 2 === 0 ? await quotes.quote(withOrigin(req, origin)) : atOnce(quotes, withOrigin(req, origin));
       assert.ok(r !== undefined);
       const coins = JSON.parse(r.coinsJson) as { coinImageUrl: string }[];
       assert.deepEqual(coins.map((c) => c.coinImageUrl), [`${origin}/icons/btc.svg`, `${origin}/icons/eth.svg`]);
@@ -231,7 +258,7 @@ describe('UTF-8 byte lengths of quote answers', () => {
     assert.match(result.coinsJson, /Éther 💎/);
     assert.ok(Buffer.byteLength(result.coinsJson) > result.coinsJson.length, 'the text is not ASCII');
     assert.equal(result.coinsBytes, Buffer.byteLength(result.coinsJson));
-    const cached = quotes.cachedQuote(req);
+    const cached = atOnce(quotes, req);
     assert.equal(cached?.coinsBytes, Buffer.byteLength(cached?.coinsJson ?? ''));
     const again = await quotes.quote(req);
     assert.equal(again.coinsBytes, Buffer.byteLength(again.coinsJson));
@@ -241,7 +268,7 @@ describe('UTF-8 byte lengths of quote answers', () => {
     const { clock, quotes } = await setup({ ACC: T0, BTC: T0, ETH: T0 });
     const req = request(['ACC', 'ETH']);
     await quotes.quote(req);
-    const cached = quotes.cachedQuote(req);
+    const cached = atOnce(quotes, req);
     assert.ok(cached !== undefined);
     for (const took of [0, 7, 123_456_789]) {
       const answer = quoteAnswer(cached, undefined, clock.now(), took, ['ratelimit-limit', '5']);

@@ -1,0 +1,165 @@
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { Account, AccountService } from '../accounts/account-service.js';
+import type { Plan } from '../accounts/plans.js';
+import type { RequestLimiter } from '../accounts/request-limiter.js';
+import type { Clock } from '../clock.js';
+import type { CoinCatalog } from '../market/coin-catalog.js';
+import { isPromise, then, type MaybePromise } from '../maybe-promise.js';
+import { requestOrigin, type Origin } from '../origin.js';
+import type { CryptoRequest, QuoteService, StreamedCryptoResult } from '../service/quote-service.js';
+import { parseQueryString } from '../http/query-string.js';
+import { admitAll } from './admission.js';
+import { cacheableAnswer, errorAnswer, quoteAnswer, type Answer, type AnswerWriter, type ErrorLog } from './answers.js';
+import { authorize, tokenOf } from './authenticator.js';
+import { cryptoRequest, type RawQuery } from './crypto-query.js';
+
+/** What the pipeline needs of a request, whichever server object received it. */
+export interface CryptoCall {
+  /** Path and query as received: the query is read from it, and it keys the parse memo. */
+  url: string;
+  headers: IncomingHttpHeaders;
+  /** The request's scheme and Host as the server derives them (behind a trusted proxy, fastify from X-Forwarded-*). */
+  scheme: string;
+  host: string | undefined;
+  /** HEAD: the same headers, no body. */
+  head: boolean;
+  /** Milliseconds since the request arrived (`took`). */
+  elapsedMs: () => number;
+}
+
+export interface CryptoPipelineDeps {
+  accounts: Pick<AccountService, 'authenticate'>;
+  limiters: readonly RequestLimiter[];
+  quotes: Pick<QuoteService, 'quote' | 'historyQuote'>;
+  catalog: CoinCatalog;
+  clock: Clock;
+  publicBaseUrl: Origin | undefined;
+  /** Headers every response carries (name, value pairs): the data source and CORS. */
+  commonHeaders: readonly string[];
+  writer: AnswerWriter;
+  log: ErrorLog;
+}
+
+/** One remembered query: the quote request it gave for a plan and origin (never modified). */
+interface ParsedQuery {
+  search: string;
+  query: RawQuery;
+  plan: Plan | undefined;
+  origin: Origin | undefined;
+  request: CryptoRequest | undefined;
+}
+const MEMO_QUERY_MAX = 512;
+const MEMO_ENTRIES = 256;
+
+/**
+ * `GET /api/v2/crypto`, once: every server object that receives the request (fastify's route, or
+ * the pre-router in front of it, api/fast-quote.ts) hands it here, and the answer is written by
+ * the one writer (AnswerWriter). The steps, in order:
+ *
+ *   1. origin       PUBLIC_BASE_URL or the request's scheme and Host (400 HOST_INVALID, not counted)
+ *   2. account      the token (Authorization: Bearer, else `token`) -> account (401), plan with crypto (403)
+ *   3. limiters     every RequestLimiter in order (429 burst, 402 monthly quota), their headers kept
+ *   4. parameters   the query for the plan (417/400; counted, as brapi counts them)
+ *   5. quote        the cached quote, or one built from the snapshot, or the streamed history
+ *   6. answer       200 with the body, 304 on If-None-Match, or the error answer with the headers so far
+ *
+ * Each step may answer at once or with a promise (MaybePromise): a token in the account cache, a
+ * count in memory and a cached quote keep the whole request synchronous; any step that must wait
+ * (the token store, a remote limiter, a market refresh, history) makes the rest wait for it. A
+ * cached answer is this pipeline finding every step already satisfied, not a second implementation.
+ */
+export class CryptoPipeline {
+  /**
+   * The parsed query and quote request of recent queries (see `requestFor`): a client polling one
+   * URL sends the same query every time, and parsing it again cost about a tenth of a cached quote.
+   */
+  private readonly parsed = new Map<string, ParsedQuery>();
+  constructor(private readonly deps: CryptoPipelineDeps) {}
+
+  /** Answers `call` on `res`; settles when the answer is written (never rejects: failures are answers too). */
+  serve(call: CryptoCall, res: ServerResponse): MaybePromise<void> {
+    const headers = this.deps.commonHeaders.slice();
+    let answer: MaybePromise<Answer>;
+    try {
+      answer = this.answer(call, headers);
+    } catch (err) {
+      answer = this.failure(err, call, headers);
+    }
+    if (isPromise(answer)) return answer.then((a) => this.write(res, a, call), (err: unknown) => this.write(res, this.failure(err, call, headers), call));
+    return this.write(res, answer, call);
+  }
+
+  private write(res: ServerResponse, answer: Answer, call: CryptoCall): MaybePromise<void> {
+    return this.deps.writer.write(res, answer, call.headers, call.head);
+  }
+
+  /** The error answer, over the headers decided so far (the limiters', refused or not). */
+  private failure(err: unknown, call: CryptoCall, headers: string[]): Answer {
+    return errorAnswer(err, call.headers['accept-language'], this.deps.log, headers);
+  }
+
+  private answer(call: CryptoCall, headers: string[]): MaybePromise<Answer> {
+    const d = this.deps;
+    const origin = requestOrigin(d.publicBaseUrl, call.scheme, call.host);
+    const parsed = this.parse(call.url);
+    return then(d.accounts.authenticate(tokenOf(call.headers, parsed.query)), (found) => {
+      const account = authorize(found);
+      return then(admitAll(account, d.limiters, headers), () => {
+        const request = this.requestFor(parsed, account, origin);
+        if (request.history === undefined) return then(d.quotes.quote(request), (result) => quoteAnswer(result, call.headers['if-none-match'], d.clock.now(), Math.max(0, Math.round(call.elapsedMs())), headers));
+        return then(d.quotes.historyQuote(request), (streamed) => this.historyAnswer(streamed, call, headers));
+      });
+    });
+  }
+
+  /** The query of `url`, remembered with what it gave (bounded: queries up to MEMO_QUERY_MAX characters, MEMO_ENTRIES of them, all dropped when full). */
+  private parse(url: string): ParsedQuery {
+    const at = url.indexOf('?');
+    const search = at < 0 ? '' : url.slice(at + 1);
+    let memo = this.parsed.get(search);
+    if (memo === undefined) {
+      memo = { search, query: parseQueryString(search), plan: undefined, origin: undefined, request: undefined };
+      if (search.length <= MEMO_QUERY_MAX) {
+        if (this.parsed.size >= MEMO_ENTRIES) this.parsed.clear();
+        this.parsed.set(search, memo);
+      }
+    }
+    return memo;
+  }
+
+  /** The quote request of a parsed query for the account's plan and the origin (its key says which cache entry answers it). */
+  private requestFor(parsed: ParsedQuery, account: Account, origin: Origin): CryptoRequest {
+    if (parsed.request !== undefined && parsed.plan === account.plan && parsed.origin === origin) return parsed.request;
+    const request = cryptoRequest(parsed.query, account.plan, this.deps.catalog, origin);
+    // A new entry rather than a change to one a concurrent request may be reading.
+    const search = parsed.search;
+    if (this.parsed.get(search) === parsed) this.parsed.set(search, { search, query: parsed.query, plan: account.plan, origin, request });
+    return request;
+  }
+
+  /**
+   * A history answer: a small one already made for this snapshot whole (as a quote), else the
+   * headers and then the body as it is produced (back-pressured by the socket), `took` last. Its
+   * production slot is released when the response is over (written, 304, HEAD or the client gone).
+   */
+  private historyAnswer(streamed: StreamedCryptoResult, call: CryptoCall, headers: string[]): Answer {
+    const d = this.deps;
+    const ifNoneMatch = call.headers['if-none-match'];
+    if (streamed.coinsJson !== undefined) {
+      streamed.release();
+      return quoteAnswer({ coinsJson: streamed.coinsJson, etag: streamed.etag, maxAgeSeconds: streamed.maxAgeSeconds }, ifNoneMatch, d.clock.now(), Math.max(0, Math.round(call.elapsedMs())), headers);
+    }
+    const answer = cacheableAnswer('', streamed.etag, streamed.maxAgeSeconds, ifNoneMatch, headers);
+    if (answer.status === 304) {
+      streamed.release();
+      return answer;
+    }
+    const requestedAt = new Date(d.clock.now()).toISOString();
+    async function* body(): AsyncGenerator<string> {
+      yield '{"coins":';
+      yield* streamed.coinsChunks();
+      yield `,"requestedAt":"${requestedAt}","took":${Math.max(0, Math.round(call.elapsedMs()))}}`;
+    }
+    return { status: 200, headers: answer.headers, body: undefined, stream: { chunks: body, release: () => streamed.release() } };
+  }
+}
