@@ -275,7 +275,7 @@ export const SETTING_DEFS = {
     name: 'QUOTES_FAST_PATH',
     default: 'true',
     meaning:
-      '`true`: a GET /api/v2/crypto whose answer is already cached, by a token already known, is served ahead of the framework pipeline with identical bytes and the same access log lines; `false`: every request takes the full pipeline.',
+      '`true`: every GET /api/v2/crypto is handed to its pipeline ahead of the framework\'s per-request work (a pre-router: identical bytes and the same access log lines); `false`: it reaches the pipeline through the framework\'s route.',
     parse: parseTrueFalse,
   }),
   compression: def({

@@ -15,8 +15,11 @@ import { cryptoRequest, type RawQuery } from './crypto-query.js';
 
 /** What the pipeline needs of a request, whichever server object received it. */
 export interface CryptoCall {
-  /** Path and query as received: the query is read from it, and it keys the parse memo. */
-  url: string;
+  /**
+   * The query: as received after the `?` (parsed here, and remembered by its text), or as the
+   * server's router already parsed it (fastify splits at the first `?`, `;` or `#`).
+   */
+  query: string | RawQuery;
   headers: IncomingHttpHeaders;
   /** The request's scheme and Host as the server derives them (behind a trusted proxy, fastify from X-Forwarded-*). */
   scheme: string;
@@ -42,7 +45,8 @@ export interface CryptoPipelineDeps {
 
 /** One remembered query: the quote request it gave for a plan and origin (never modified). */
 interface ParsedQuery {
-  search: string;
+  /** The query's text, when it came as text (the memo's key). */
+  search: string | undefined;
   query: RawQuery;
   plan: Plan | undefined;
   origin: Origin | undefined;
@@ -89,8 +93,18 @@ export class CryptoPipeline {
     return this.write(res, answer, call);
   }
 
+  /** Writes through the one writer; a writer failure before the head left is answered 500, after it the connection is closed. */
   private write(res: ServerResponse, answer: Answer, call: CryptoCall): MaybePromise<void> {
-    return this.deps.writer.write(res, answer, call.headers, call.head);
+    try {
+      return this.deps.writer.write(res, answer, call.headers, call.head);
+    } catch (err) {
+      if (res.headersSent) {
+        this.deps.log.error({ err }, 'writing an answer failed after it started');
+        res.destroy();
+        return;
+      }
+      return this.deps.writer.write(res, errorAnswer(err, call.headers['accept-language'], this.deps.log, this.deps.commonHeaders.slice()), call.headers, call.head);
+    }
   }
 
   /** The error answer, over the headers decided so far (the limiters', refused or not). */
@@ -101,7 +115,7 @@ export class CryptoPipeline {
   private answer(call: CryptoCall, headers: string[]): MaybePromise<Answer> {
     const d = this.deps;
     const origin = requestOrigin(d.publicBaseUrl, call.scheme, call.host);
-    const parsed = this.parse(call.url);
+    const parsed = this.parse(call.query);
     return then(d.accounts.authenticate(tokenOf(call.headers, parsed.query)), (found) => {
       const account = authorize(found);
       return then(admitAll(account, d.limiters, headers), () => {
@@ -112,10 +126,9 @@ export class CryptoPipeline {
     });
   }
 
-  /** The query of `url`, remembered with what it gave (bounded: queries up to MEMO_QUERY_MAX characters, MEMO_ENTRIES of them, all dropped when full). */
-  private parse(url: string): ParsedQuery {
-    const at = url.indexOf('?');
-    const search = at < 0 ? '' : url.slice(at + 1);
+  /** The query, remembered with what it gave when it came as text (bounded: up to MEMO_QUERY_MAX characters, MEMO_ENTRIES of them, all dropped when full). */
+  private parse(search: string | RawQuery): ParsedQuery {
+    if (typeof search !== 'string') return { search: undefined, query: search, plan: undefined, origin: undefined, request: undefined };
     let memo = this.parsed.get(search);
     if (memo === undefined) {
       memo = { search, query: parseQueryString(search), plan: undefined, origin: undefined, request: undefined };
@@ -133,7 +146,7 @@ export class CryptoPipeline {
     const request = cryptoRequest(parsed.query, account.plan, this.deps.catalog, origin);
     // A new entry rather than a change to one a concurrent request may be reading.
     const search = parsed.search;
-    if (this.parsed.get(search) === parsed) this.parsed.set(search, { search, query: parsed.query, plan: account.plan, origin, request });
+    if (search !== undefined && this.parsed.get(search) === parsed) this.parsed.set(search, { search, query: parsed.query, plan: account.plan, origin, request });
     return request;
   }
 

@@ -13,10 +13,10 @@
 // request's context travels in a private AsyncLocalStorage entered in the onRequest hook.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { IncomingHttpHeaders } from 'node:http';
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type TextMapGetter, type TextMapSetter } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type TextMapGetter, type TextMapSetter } from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { createTracerProvider, endSpanWith, propagatorFor, type PropagatorName, shutdownWithin } from '@rls/tracing';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { requestOf, type RateLimitDecider } from '../ratelimit/decider.js';
 import type { FxSource, MarketSource } from '../domain/market.js';
@@ -84,7 +84,6 @@ export async function createQuotesTracing(opts: TracingOptions, deps: TracingDep
   const tracer = provider.getTracer('quotes');
   const active = new AsyncLocalStorage<Context>();
   const propagator = propagatorFor(opts.propagators);
-  const spans = new WeakMap<FastifyRequest, Span>();
   deps.logger.info({ protocol: opts.protocol, ...attributes, samplingRate: opts.samplingRate, propagators: opts.propagators.join(',') }, 'tracing enabled');
 
   /** A child span of the request's, around `call` (a promise, or a value ended at once); no request, no span. */
@@ -121,23 +120,20 @@ export async function createQuotesTracing(opts: TracingOptions, deps: TracingDep
 
   return {
     instrument(app) {
-      app.addHook('onRequest', (request, _reply, done) => {
+      app.addHook('onRequest', (request, reply, done) => {
         const parent = propagator.extract(ROOT_CONTEXT, request.headers, headerGetter);
         // The route template, never the raw path (bounded span names; tokens travel in queries).
         const route = request.routeOptions.url ?? 'unmatched';
         const span = tracer.startSpan(`${request.method} ${route}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': request.method, 'http.route': route } }, parent);
-        spans.set(request, span);
-        active.run(trace.setSpan(parent, span), done);
-      });
-      app.addHook('onResponse', (request, reply, done) => {
-        const span = spans.get(request);
-        if (span !== undefined) {
-          span.setAttribute('http.response.status_code', reply.statusCode);
-          if (reply.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+        // Ended when the response is over (written, or the client gone), whoever wrote it (a
+        // hijacked reply included): the span lives in this closure, not on the request.
+        const res = reply.raw;
+        res.once('close', () => {
+          span.setAttribute('http.response.status_code', res.statusCode);
+          if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
           span.end();
-          spans.delete(request);
-        }
-        done();
+        });
+        active.run(trace.setSpan(parent, span), done);
       });
     },
     traceDecider(decider) {

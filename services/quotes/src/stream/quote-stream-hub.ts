@@ -8,6 +8,12 @@ import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import { OriginJson, type Origin } from '../origin.js';
 import { sseEvent, SseStream, type CloseReason, type QuotePair } from './sse-stream.js';
 
+/** How an open stream is charged: one request per charge interval, and the error event a refusal closes it with. */
+interface StreamCharge {
+  charge: () => Promise<void>;
+  errorData: (err: unknown) => string;
+}
+
 /** What the hub needs of the market: the current snapshot and a call per new one. */
 export interface SnapshotFeed {
   current(): MaybePromise<MarketSnapshot>;
@@ -145,7 +151,8 @@ const OPEN_HEADERS: OutgoingHttpHeaders = {
  * quoted again when a stream follows it.
  */
 export class QuoteStreamHub {
-  private readonly streams = new Set<SseStream>();
+  /** The open streams, each with how it is charged (what the opening request's route gave); entries leave as the streams close. */
+  private readonly streams = new Map<SseStream, StreamCharge>();
   private readonly perToken = new Map<string, number>();
   private reserved = 0;
   private readonly pairs = new Map<string, PairRecord>();
@@ -179,7 +186,7 @@ export class QuoteStreamHub {
   stats(): StreamStats {
     let coalesced = this.counters.coalesced;
     let eventsSent = this.counters.eventsSent;
-    for (const s of this.streams) {
+    for (const s of this.streams.keys()) {
       coalesced += s.coalesced;
       eventsSent += s.eventsSent;
     }
@@ -188,7 +195,7 @@ export class QuoteStreamHub {
 
   /** Unsent bytes of every open stream (tests and the bench look at the bound). */
   bufferedBytes(): number[] {
-    return [...this.streams].map((s) => s.buffered());
+    return [...this.streams.keys()].map((s) => s.buffered());
   }
 
   /**
@@ -264,10 +271,7 @@ export class QuoteStreamHub {
         lease.release();
       },
     );
-    const charge = o.charge;
-    const errorData = o.errorData;
-    this.charges.set(stream, { charge, errorData });
-    this.streams.add(stream);
+    this.streams.set(stream, { charge: o.charge, errorData: o.errorData });
     res.socket?.setNoDelay(true);
     // The head, the retry line and the first event leave in one write (one syscall, one packet).
     res.cork();
@@ -283,8 +287,6 @@ export class QuoteStreamHub {
     res.uncork();
     this.startTimer();
   }
-
-  private readonly charges = new WeakMap<SseStream, { charge: () => Promise<void>; errorData: (err: unknown) => string }>();
 
   /** The snapshot version a Last-Event-ID of this epoch names, else undefined (send everything). */
   private resumeVersion(lastEventId: string | undefined): number | undefined {
@@ -394,7 +396,7 @@ export class QuoteStreamHub {
     const now = this.deps.clock.now();
     const id = this.eventId(version);
     const at = new Date(now).toISOString();
-    const streams = [...this.streams];
+    const streams = [...this.streams.keys()];
     for (let i = 0; i < streams.length; i += STREAMS_PER_TURN) {
       if (i > 0) {
         await nextTurn();
@@ -421,7 +423,7 @@ export class QuoteStreamHub {
       const asked = this.deps.feed.current();
       if (isPromise(asked)) asked.catch(() => undefined);
     }
-    for (const s of [...this.streams]) {
+    for (const s of [...this.streams.keys()]) {
       if (s.stalled(now)) {
         s.close('stalled');
         continue;
@@ -458,7 +460,7 @@ export class QuoteStreamHub {
     if (this.checkingAccess || this.streams.size === 0) return;
     const version = this.deps.access.version();
     const due: SseStream[] = [];
-    for (const s of this.streams) if (version === undefined || s.accessVersion !== version) due.push(s);
+    for (const s of this.streams.keys()) if (version === undefined || s.accessVersion !== version) due.push(s);
     if (due.length === 0) return;
     this.checkingAccess = true;
     this.counters.accessChecks++;
@@ -486,7 +488,7 @@ export class QuoteStreamHub {
   }
 
   private charge(s: SseStream, now: number): void {
-    const c = this.charges.get(s);
+    const c = this.streams.get(s);
     if (c === undefined) return;
     s.charging = true;
     s.nextChargeAt = now + this.deps.limits.chargeMs;
@@ -504,7 +506,7 @@ export class QuoteStreamHub {
   /** Ends every stream (graceful shutdown) and refuses new ones. */
   closeAll(): void {
     this.shuttingDown = true;
-    for (const s of [...this.streams]) s.close('shutdown');
+    for (const s of [...this.streams.keys()]) s.close('shutdown');
     this.unsubscribe();
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
