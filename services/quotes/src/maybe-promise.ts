@@ -10,11 +10,3 @@ export function isPromise<T>(value: MaybePromise<T>): value is Promise<T> {
   return value instanceof Promise;
 }
 
-/**
- * `next(value)` now when `value` is already there, else once it resolves: a step's answer passed
- * on without a promise (or a tick) when the step decided at once. A synchronous throw of `next`
- * is thrown to the caller; a rejection of `value` or `next` rejects the result.
- */
-export function then<T, R>(value: MaybePromise<T>, next: (value: T) => MaybePromise<R>): MaybePromise<R> {
-  return value instanceof Promise ? value.then(next) : next(value);
-}

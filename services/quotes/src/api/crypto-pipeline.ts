@@ -4,9 +4,9 @@ import type { Plan } from '../accounts/plans.js';
 import type { RequestLimiter } from '../accounts/request-limiter.js';
 import type { Clock } from '../clock.js';
 import type { CoinCatalog } from '../market/coin-catalog.js';
-import { isPromise, then, type MaybePromise } from '../maybe-promise.js';
+import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import { requestOrigin, type Origin } from '../origin.js';
-import type { CryptoRequest, QuoteService, StreamedCryptoResult } from '../service/quote-service.js';
+import type { CryptoRequest, CryptoResult, QuoteService, StreamedCryptoResult } from '../service/quote-service.js';
 import { parseQueryString } from '../http/query-string.js';
 import { admitAll } from './admission.js';
 import { cacheableAnswer, errorAnswer, quoteAnswer, type Answer, type AnswerWriter, type ErrorLog } from './answers.js';
@@ -26,8 +26,8 @@ export interface CryptoCall {
   host: string | undefined;
   /** HEAD: the same headers, no body. */
   head: boolean;
-  /** Milliseconds since the request arrived (`took`). */
-  elapsedMs: () => number;
+  /** When the request arrived, on `performance.now()`'s clock (`took`). */
+  startedAt: number;
 }
 
 export interface CryptoPipelineDeps {
@@ -41,6 +41,11 @@ export interface CryptoPipelineDeps {
   commonHeaders: readonly string[];
   writer: AnswerWriter;
   log: ErrorLog;
+}
+
+/** `took`: whole milliseconds since the request arrived. */
+function tookMs(call: CryptoCall): number {
+  return Math.max(0, Math.round(performance.now() - call.startedAt));
 }
 
 /** One remembered query: the quote request it gave for a plan and origin (never modified). */
@@ -112,18 +117,40 @@ export class CryptoPipeline {
     return errorAnswer(err, call.headers['accept-language'], this.deps.log, headers);
   }
 
+  // The steps, each a method taking what the earlier ones decided: called at once when the step
+  // before answered at once, from the promise's callback otherwise (no closure on the direct path).
+
+  /** Steps 1 and 2: origin, then the account. */
   private answer(call: CryptoCall, headers: string[]): MaybePromise<Answer> {
-    const d = this.deps;
-    const origin = requestOrigin(d.publicBaseUrl, call.scheme, call.host);
+    const origin = requestOrigin(this.deps.publicBaseUrl, call.scheme, call.host);
     const parsed = this.parse(call.query);
-    return then(d.accounts.authenticate(tokenOf(call.headers, parsed.query)), (found) => {
-      const account = authorize(found);
-      return then(admitAll(account, d.limiters, headers), () => {
-        const request = this.requestFor(parsed, account, origin);
-        if (request.history === undefined) return then(d.quotes.quote(request), (result) => quoteAnswer(result, call.headers['if-none-match'], d.clock.now(), Math.max(0, Math.round(call.elapsedMs())), headers));
-        return then(d.quotes.historyQuote(request), (streamed) => this.historyAnswer(streamed, call, headers));
-      });
-    });
+    const found = this.deps.accounts.authenticate(tokenOf(call.headers, parsed.query));
+    if (isPromise(found)) return found.then((a) => this.admit(call, headers, parsed, origin, a));
+    return this.admit(call, headers, parsed, origin, found);
+  }
+
+  /** Step 3, the limiters, for an authorized account; then the parameters. */
+  private admit(call: CryptoCall, headers: string[], parsed: ParsedQuery, origin: Origin, found: Account | undefined): MaybePromise<Answer> {
+    const account = authorize(found);
+    const admitted = admitAll(account, this.deps.limiters, headers);
+    if (admitted !== undefined) return admitted.then(() => this.quote(call, headers, this.requestFor(parsed, account, origin)));
+    return this.quote(call, headers, this.requestFor(parsed, account, origin));
+  }
+
+  /** Steps 5 and 6: the quote (or streamed history), then the answer. */
+  private quote(call: CryptoCall, headers: string[], request: CryptoRequest): MaybePromise<Answer> {
+    if (request.history === undefined) {
+      const result = this.deps.quotes.quote(request);
+      if (isPromise(result)) return result.then((r) => this.quoteAnswer(call, headers, r));
+      return this.quoteAnswer(call, headers, result);
+    }
+    const streamed = this.deps.quotes.historyQuote(request);
+    if (isPromise(streamed)) return streamed.then((r) => this.historyAnswer(r, call, headers));
+    return this.historyAnswer(streamed, call, headers);
+  }
+
+  private quoteAnswer(call: CryptoCall, headers: string[], result: CryptoResult): Answer {
+    return quoteAnswer(result, call.headers['if-none-match'], this.deps.clock.now(), tookMs(call), headers);
   }
 
   /** The query, remembered with what it gave when it came as text (bounded: up to MEMO_QUERY_MAX characters, MEMO_ENTRIES of them, all dropped when full). */
@@ -160,7 +187,7 @@ export class CryptoPipeline {
     const ifNoneMatch = call.headers['if-none-match'];
     if (streamed.coinsJson !== undefined) {
       streamed.release();
-      return quoteAnswer({ coinsJson: streamed.coinsJson, etag: streamed.etag, maxAgeSeconds: streamed.maxAgeSeconds }, ifNoneMatch, d.clock.now(), Math.max(0, Math.round(call.elapsedMs())), headers);
+      return quoteAnswer({ coinsJson: streamed.coinsJson, etag: streamed.etag, maxAgeSeconds: streamed.maxAgeSeconds }, ifNoneMatch, d.clock.now(), tookMs(call), headers);
     }
     const answer = cacheableAnswer('', streamed.etag, streamed.maxAgeSeconds, ifNoneMatch, headers);
     if (answer.status === 304) {
@@ -171,7 +198,7 @@ export class CryptoPipeline {
     async function* body(): AsyncGenerator<string> {
       yield '{"coins":';
       yield* streamed.coinsChunks();
-      yield `,"requestedAt":"${requestedAt}","took":${Math.max(0, Math.round(call.elapsedMs()))}}`;
+      yield `,"requestedAt":"${requestedAt}","took":${tookMs(call)}}`;
     }
     return { status: 200, headers: answer.headers, body: undefined, stream: { chunks: body, release: () => streamed.release() } };
   }

@@ -26,7 +26,7 @@ export function registerCryptoRoutes(app: FastifyInstance, deps: CryptoRoutesDep
   // on the response (access line, metrics, spans) still run when it is written.
   app.get('/api/v2/crypto', (request, reply) => {
     reply.hijack();
-    return deps.pipeline.serve({ query: request.query as RawQuery, headers: request.headers, scheme: request.protocol, host: request.host, head: request.method === 'HEAD', elapsedMs: () => reply.elapsedTime }, reply.raw);
+    return deps.pipeline.serve({ query: request.query as RawQuery, headers: request.headers, scheme: request.protocol, host: request.host, head: request.method === 'HEAD', startedAt: performance.now() - reply.elapsedTime }, reply.raw);
   });
 
   app.get('/api/v2/crypto/available', async (request, reply) => {

@@ -56,7 +56,7 @@ export class FastQuotePath {
       reqId = access.requestId();
       access.log.incoming(reqId, req, access.clientIp(req));
     }
-    const done = d.pipeline.serve({ query: url.length === PATH.length ? '' : url.slice(PREFIX.length), headers: h, scheme: d.scheme(req), host: h.host, head: false, elapsedMs: () => performance.now() - startedAt }, res);
+    const done = d.pipeline.serve({ query: url.length === PATH.length ? '' : url.slice(PREFIX.length), headers: h, scheme: d.scheme(req), host: h.host, head: false, startedAt }, res);
     if (isPromise(done)) void done.then(() => this.completed(res, startedAt, reqId));
     else this.completed(res, startedAt, reqId);
     return true;

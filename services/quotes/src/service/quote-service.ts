@@ -15,7 +15,7 @@ import type { Ticker } from '../domain/market.js';
 import { isCryptoQuote, isCurrency, isFiat, QUOTE_CURRENCIES, usdRate, USD_PEGGED } from '../market/currencies.js';
 import type { RateOn } from '../history/fx-history.js';
 import { valueFormat } from '../domain/value-precision.js';
-import { then, type MaybePromise } from '../maybe-promise.js';
+import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import { ORIGIN_MARK, OriginJson, type Origin } from '../origin.js';
 
 export interface CryptoRequest {
@@ -183,7 +183,8 @@ export class QuoteService {
    * any work when the coins' windows may hold more than the budget of candles.
    */
   historyQuote(req: CryptoRequest): MaybePromise<StreamedCryptoResult> {
-    return then(this.deps.snapshots.current(), (snap) => this.historyFor(snap, req));
+    const snap = this.deps.snapshots.current();
+    return isPromise(snap) ? snap.then((s) => this.historyFor(s, req)) : this.historyFor(snap, req);
   }
 
   /** `historyQuote` on `snap`: at once when the whole answer is cached, else once produced. */
@@ -312,11 +313,14 @@ export class QuoteService {
    */
   quote(req: CryptoRequest): MaybePromise<CryptoResult> {
     if (req.history !== undefined) return this.wholeHistory(req);
-    return then(this.deps.snapshots.current(), (snap) => {
-      const { entry, maxAgeSeconds } = this.entryFor(snap, req, req.key);
-      const out = entry.body.render(req.baseUrl);
-      return { coinsJson: out.json, etag: entry.etag, maxAgeSeconds, coinsBytes: out.bytes };
-    });
+    const snap = this.deps.snapshots.current();
+    return isPromise(snap) ? snap.then((s) => this.quoteFrom(s, req)) : this.quoteFrom(snap, req);
+  }
+
+  private quoteFrom(snap: MarketSnapshot, req: CryptoRequest): CryptoResult {
+    const { entry, maxAgeSeconds } = this.entryFor(snap, req, req.key);
+    const out = entry.body.render(req.baseUrl);
+    return { coinsJson: out.json, etag: entry.etag, maxAgeSeconds, coinsBytes: out.bytes };
   }
 
   private async wholeHistory(req: CryptoRequest): Promise<CryptoResult> {
