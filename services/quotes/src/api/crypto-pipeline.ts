@@ -85,6 +85,11 @@ export class CryptoPipeline {
   private readonly parsed = new Map<string, ParsedQuery>();
   constructor(private readonly deps: CryptoPipelineDeps) {}
 
+  /** Query texts remembered now (at most MEMO_ENTRIES). */
+  get rememberedQueries(): number {
+    return this.parsed.size;
+  }
+
   /** Answers `call` on `res`; settles when the answer is written (never rejects: failures are answers too). */
   serve(call: CryptoCall, res: ServerResponse): MaybePromise<void> {
     const headers = this.deps.commonHeaders.slice();
