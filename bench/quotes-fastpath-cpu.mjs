@@ -1,4 +1,4 @@
-// CPU per cached quote on the fast path, in-process (no HTTP, no load generator): the service's own
+// CPU per cached quote through the pre-router and the crypto pipeline, in-process (no HTTP, no load generator): the service's own
 // work for GET /api/v2/crypto?coin=BTC,ETH,SOL, steady on a shared machine where req/s is not.
 // Four configurations: access log at info / warn, burst limits (embedded, lifted) on / off.
 // Run: node --conditions=source --import tsx bench/quotes-fastpath-cpu.mjs
@@ -37,7 +37,7 @@ async function measure(level, rateLimit) {
   for (let round = 0; round < 5; round++) {
     const c0 = process.cpuUsage();
     for (let i = 0; i < N; i++) {
-      if (!fast.handle(req, res)) throw new Error('the fast path did not take the request');
+      if (!fast.handle(req, res)) throw new Error('the pre-router did not take the request');
       // About as many requests per event-loop turn as under load (access lines are written per turn).
       if ((i & 31) === 0) await new Promise((r) => setImmediate(r));
     }

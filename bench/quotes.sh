@@ -82,13 +82,13 @@ console.log(`   per round (fresh processes): ${q.map((x, i) => (100 * x / p[i]).
 console.log(`   by CPU per request: ${(100 * med(pc) / med(qc)).toFixed(1)} % of the body-alone server, ${(100 * med(sc) / med(qc)).toFixed(1)} % of the same-bytes server`);' "${P[*]}" "${S[*]}" "${R[*]}"
 echo "   access log: $(grep -c '"request completed"' "$WORK/access.log" || true) \"request completed\" lines written"
 # What fetch and the brapi SDK send: compressed when the body reaches QUOTES_COMPRESSION_MIN_BYTES
-# (then by fastify and @fastify/compress, the fast path stands aside), else as the rows above.
+# (by the pipeline's writer with the compression plugin's choices), else as the rows above.
 AE="gzip, deflate, br"
 ENC="$(curl -s -o /dev/null -D - -H "Authorization: Bearer $TOKEN" -H "Accept-Encoding: $AE" "http://127.0.0.1:$QPORT$URL_PATH" | awk -F': ' 'tolower($1)=="content-encoding" {print $2}' | tr -d '\r')"
 echo "   with Accept-Encoding: $AE (content-encoding: ${ENC:-none}): $(rps -H "Authorization: Bearer $TOKEN" -H "Accept-Encoding: $AE" "http://127.0.0.1:$QPORT$URL_PATH") req/s (one run)"
 stop_all
 
-echo "== 1b. CPU per cached quote on the fast path, in-process (access log info/warn, burst limits on/off)"
+echo "== 1b. CPU per cached quote through the pre-router and the pipeline, in-process (access log info/warn, burst limits on/off)"
 "${TSX[@]}" bench/quotes-fastpath-cpu.mjs | sed 's/^/   /'
 
 echo "== 2. 1 year of daily history for 10 coins"
