@@ -8,7 +8,7 @@
 // quarter IPv6), so each scenario does the same store work; only the matching differs. The
 // scenarios take turns for ROUNDS rounds (so a slow spell of a shared machine hits each alike) and
 // the medians are printed, with the ratio of 100000 to none (target ≥ 0.9×). It also prints how
-// long the 100,000-rule file takes to load and the heap it holds.
+// long the 100,000-rule file takes to load, the heap it holds and its typed arrays (off the JS heap).
 // Throughput is counted per second of this process's CPU time (the figure a shared machine disturbs
 // least) and per wall second. Environment: SECONDS (per scenario and round, default 2), ROUNDS (default 5).
 // Run: npx tsc -b && node bench/cidr-match.mjs   (node --expose-gc: the heap column is what the rules retain)
@@ -28,11 +28,13 @@ function scenario(name, cidrs) {
   // load); without, it includes the load's garbage not yet collected.
   globalThis.gc?.();
   const t0 = process.hrtime.bigint();
-  const heap0 = process.memoryUsage().heapUsed;
+  const mem0 = process.memoryUsage();
   const rules = loadRuleSet([{ name: 'bench.yaml', content }], { mergeDomainConfig: false, stats });
   const loadMs = Number(process.hrtime.bigint() - t0) / 1e6;
   globalThis.gc?.();
-  const heapMb = (process.memoryUsage().heapUsed - heap0) / 1e6;
+  const mem1 = process.memoryUsage();
+  const heapMb = (mem1.heapUsed - mem0.heapUsed) / 1e6;
+  const arraysMb = (mem1.arrayBuffers - mem0.arrayBuffers) / 1e6;
   const clock = { now: () => Date.now() };
   const service = new RateLimitService({
     store: new MemoryStore({ clock, maxKeys: 2_000_000 }),
@@ -43,7 +45,7 @@ function scenario(name, cidrs) {
   });
   service.setRuleSet(rules);
   const requests = pool.map((value) => ({ domain: 'bench', descriptors: [{ entries: [{ key: 'remote_address', value }] }], hitsAddend: 0 }));
-  return { name, service, requests, loadMs, heapMb, rounds: [], wall: [] };
+  return { name, service, requests, loadMs, heapMb, arraysMb, rounds: [], wall: [] };
 }
 
 /** Decisions per second of this process's CPU time (steadier than wall time on a shared machine), and per wall second. */
@@ -77,9 +79,9 @@ const median = (xs) => {
 };
 const fmt = (x, d = 0) => x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
 console.log(`\nCIDR matching on the memory store, in process (shouldRateLimitNow), ${POOL} distinct addresses, ${SECONDS}s × ${ROUNDS} alternating rounds\n`);
-console.log(`| rules | decisions per CPU-second (median) | per round | decisions per wall second (median) | rule load ms | heap MB after load${globalThis.gc ? ' (retained)' : ' (with uncollected garbage)'} |`);
-console.log('|---|---|---|---|---|---|');
-for (const s of scenarios) console.log(`| ${s.name} | ${fmt(median(s.rounds))} | ${s.rounds.map((x) => fmt(x)).join(' ')} | ${fmt(median(s.wall))} | ${fmt(s.loadMs, 1)} | ${fmt(s.heapMb, 1)} |`);
+console.log(`| rules | decisions per CPU-second (median) | per round | decisions per wall second (median) | rule load ms | heap MB after load${globalThis.gc ? ' (retained)' : ' (with uncollected garbage)'} | typed arrays MB |`);
+console.log('|---|---|---|---|---|---|---|');
+for (const s of scenarios) console.log(`| ${s.name} | ${fmt(median(s.rounds))} | ${s.rounds.map((x) => fmt(x)).join(' ')} | ${fmt(median(s.wall))} | ${fmt(s.loadMs, 1)} | ${fmt(s.heapMb, 1)} | ${fmt(s.arraysMb, 1)} |`);
 const ratio = (a, b) => median(scenarios[a].rounds.map((x, i) => x / scenarios[b].rounds[i]));
 console.log(`\n10 vs none:     ${fmt(ratio(1, 0), 2)}× (median of per-round ratios, per CPU-second)`);
 console.log(`100000 vs none: ${fmt(ratio(2, 0), 2)}× (target ≥ 0.9×)`);

@@ -227,7 +227,7 @@ function referenceBest(rules: readonly RuleDef[], a: Addr): number {
   return best;
 }
 
-describe('property: the trie picks what a linear scan picks', () => {
+describe('property: the index picks what a linear scan picks', () => {
   const v4 = fc.bigInt({ min: 0n, max: 2n ** 32n - 1n });
   // IPv6 around a few fixed /16s, so blocks and addresses overlap often.
   const v6 = fc.tuple(fc.constantFrom(0x2001n, 0xfe80n, 0x0n), fc.bigInt({ min: 0n, max: 2n ** 112n - 1n })).map(([hi, lo]) => (hi << 112n) | lo);
@@ -269,9 +269,9 @@ describe('property: the trie picks what a linear scan picks', () => {
     );
   });
 
-  test('CIDR in a big trie: the first-level table (after the bits all blocks share) picks what a linear scan picks', () => {
+  test('CIDR in a big list: the first-level table (after the bits all blocks share) picks what a linear scan picks', () => {
     // 300 long blocks under a random common prefix (0 to 48 bits), the table built whatever the
-    // trie's size; a few random blocks beside them may break the common prefix (then nothing is skipped).
+    // list's size; a few random blocks beside them may break the common prefix (then nothing is skipped).
     const width = fc.boolean();
     fc.assert(
       fc.property(
@@ -315,7 +315,7 @@ describe('property: the trie picks what a linear scan picks', () => {
           const built = index.firstLevel()[v6 ? 'v6' : 'v4'];
           // Without the extra blocks every block shares the common prefix: the table skips it (whole 16-bit steps).
           if (extra.length === 0) assert.equal(built, c - (c % 16), 'the shared leading bits are skipped');
-          else assert.notEqual(built, undefined, 'the trie has its first-level table');
+          else assert.notEqual(built, undefined, 'the table has its first-level table');
           const check = (): void => {
             for (const [pick, noise, form, mapped] of probes) {
               const base = rules[pick % rules.length]!;
@@ -340,7 +340,7 @@ describe('property: the trie picks what a linear scan picks', () => {
       ),
       fcOptions(100),
     );
-    // By default only a big trie gets the table (512 KB); a small one is left as it is.
+    // By default only a big list gets the table (256 KB); a small one is searched whole.
     const small = new ValueIndex<number>();
     small.addCidr(parseCidr('10.0.0.0/8') as never, 0);
     small.addCidr(parseCidr('2001:db8::/32') as never, 1);
