@@ -1,5 +1,5 @@
 // Matching by CIDR (docs/ratelimit.md, "Matching by CIDR and prefix"): decisions per second of the
-// engine on the memory store, in this process (RateLimitService.shouldRateLimitNow), for a domain
+// engine on the memory store, in this process (RateLimitService.shouldRateLimit, answered at once), for a domain
 // whose `remote_address` rule matches
 //   none     a value-less `key: remote_address` rule (every address its own counter), no CIDR rules
 //   10       the same, beside 10 `cidr:` rules (random /16 to /32 blocks)
@@ -57,7 +57,7 @@ function measure(s) {
   const reqs = s.requests;
   while (performance.now() < end) {
     for (let k = 0; k < 256; k++) {
-      s.service.shouldRateLimitNow(reqs[i]);
+      s.service.shouldRateLimit(reqs[i]);
       i = (i + 1) % reqs.length;
     }
     n += 256;
@@ -69,7 +69,7 @@ function measure(s) {
 
 const scenarios = [scenario('none', []), scenario('10', big.slice(0, 10)), scenario('100000', big)];
 // Warm-up: JIT every path before the measured rounds.
-for (const s of scenarios) for (let i = 0; i < 50_000; i++) s.service.shouldRateLimitNow(s.requests[i % s.requests.length]);
+for (const s of scenarios) for (let i = 0; i < 50_000; i++) s.service.shouldRateLimit(s.requests[i % s.requests.length]);
 for (let r = 0; r < ROUNDS; r++) for (const s of scenarios) s.rounds.push(measure(s));
 
 const median = (xs) => {
@@ -78,7 +78,7 @@ const median = (xs) => {
   return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 };
 const fmt = (x, d = 0) => x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
-console.log(`\nCIDR matching on the memory store, in process (shouldRateLimitNow), ${POOL} distinct addresses, ${SECONDS}s × ${ROUNDS} alternating rounds\n`);
+console.log(`\nCIDR matching on the memory store, in process (shouldRateLimit, answered at once), ${POOL} distinct addresses, ${SECONDS}s × ${ROUNDS} alternating rounds\n`);
 console.log(`| rules | decisions per CPU-second (median) | per round | decisions per wall second (median) | rule load ms | heap MB after load${globalThis.gc ? ' (retained)' : ' (with uncollected garbage)'} | typed arrays MB |`);
 console.log('|---|---|---|---|---|---|---|');
 for (const s of scenarios) console.log(`| ${s.name} | ${fmt(median(s.rounds))} | ${s.rounds.map((x) => fmt(x)).join(' ')} | ${fmt(median(s.wall))} | ${fmt(s.loadMs, 1)} | ${fmt(s.heapMb, 1)} | ${fmt(s.arraysMb, 1)} |`);

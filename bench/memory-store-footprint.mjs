@@ -18,7 +18,7 @@ for (const len of values.lengths.split(',').map(Number)) {
     const id = String(i);
     // A fresh (flat, one-byte) string per key, as a parsed request would produce.
     const key = ('k'.repeat(len - id.length) + id).split('').join('');
-    store.now.increment([{ key, addend: 1, expireSeconds: 3600 + (i % 600), windowSeconds: 3600 }]);
+    store.increment([{ key, addend: 1, expireSeconds: 3600 + (i % 600), windowSeconds: 3600 }]);
   }
   globalThis.gc();
   const perKey = (process.memoryUsage().heapUsed - before) / count;

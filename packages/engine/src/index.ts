@@ -30,6 +30,7 @@ export * from './limiter/overall-code.js';
 export * from './limiter/policy-headers.js';
 export * from './limiter/response-headers.js';
 export * from './limiter/window.js';
+export * from './maybe-promise.js';
 export * from './config/cidr-value-matcher.js';
 export * from './quota/fair-share.js';
 export * from './quota/quota-assignment.js';

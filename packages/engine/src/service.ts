@@ -4,6 +4,7 @@
 import type { CounterStore, OpResult } from './store/counter-store.js';
 import { unsupportedAlgorithmError } from './config/algorithm-support.js';
 import type { Clock, RandomSource } from './clock.js';
+import { isPromise, type MaybePromise } from './maybe-promise.js';
 import type { RuleSet } from './config/rule-set.js';
 import type { LimitMatch } from './config/rule-tree.js';
 import { unitName } from './units.js';
@@ -170,9 +171,9 @@ interface Matched {
 /**
  * A request decided again and again with the same descriptors (the quotes service's per-token
  * burst limits): `RateLimitService.prepare` keeps its descriptors' matches for the rule set in
- * force and its counter keys for the current window, so `shouldRateLimitPreparedNow` skips the
+ * force and its counter keys for the current window, so `shouldRateLimitPrepared` skips the
  * rule lookup and the key building. Responses, statistics and errors are those of
- * `shouldRateLimitNow(request)`; matches are kept only where that is exact (a loaded domain
+ * `shouldRateLimit(request)`; matches are kept only where that is exact (a loaded domain
  * without per-value statistics or share_threshold, no request overrides), else looked up per call.
  * `request` must not change once prepared.
  */
@@ -263,70 +264,66 @@ export class RateLimitService {
     };
   }
 
-  async shouldRateLimit(req: RateLimitRequest): Promise<DecidedResponse> {
-    const begun = this.begin(req);
-    const plan = begun.plan;
-    let after: number[] = [];
-    let results: OpResult[] | undefined;
-    if (plan.storeIndexes.length > 0) {
-      try {
-        let current: number[] | undefined;
-        if (this.limiter.stopIncrementWhenOverLimit && !plan.anyLocal) {
-          current = await this.store.get(this.limiter.readKeys(plan));
-        }
-        const ops = this.limiter.incrementOps(plan, current);
-        if (plan.needsExecute) {
-          // setRuleSet refused rules this store cannot run, so `execute` is present here.
-          if (this.store.execute === undefined) throw new StoreError(`the ${this.store.kind} store cannot run sliding_window or token_bucket`);
-          results = await this.store.execute(ops);
-        } else {
-          after = await this.store.increment(ops);
-        }
-      } catch (err) {
-        throw this.storeFailure(err);
-      }
-    }
-    return this.finish(req, begun, after, results);
-  }
-
   /**
-   * `shouldRateLimit` decided synchronously, for stores that answer in process (CounterStore.now,
-   * the memory store): the same response, statistics and errors (thrown instead of rejected).
-   * Undefined, having done nothing, when the store has no synchronous form.
+   * The decision: the response itself when every step answered at once (the memory store, or no
+   * store needed: every key answered from the local over-limit cache), else a promise of it. A
+   * request the service refuses (RateLimitError) is thrown; a store failure (StoreError, counted
+   * as redis_error) is thrown when the store failed at once and rejected when it failed later
+   * (maybe-promise.ts): callers handle both.
    */
-  shouldRateLimitNow(req: RateLimitRequest): DecidedResponse | undefined {
-    return this.decideNow(req, undefined);
+  shouldRateLimit(req: RateLimitRequest): MaybePromise<DecidedResponse> {
+    return this.decide(req, undefined);
   }
 
-  /** A request to decide repeatedly with `shouldRateLimitPreparedNow` (see PreparedRequest). */
+  /** A request to decide repeatedly with `shouldRateLimitPrepared` (see PreparedRequest). */
   prepare(req: RateLimitRequest): PreparedRequest {
     return new PreparedRequest(req);
   }
 
-  /** `shouldRateLimitNow(prepared.request)`, reusing what `prepared` keeps. */
-  shouldRateLimitPreparedNow(prepared: PreparedRequest): DecidedResponse | undefined {
-    return this.decideNow(prepared.request, prepared);
+  /** `shouldRateLimit(prepared.request)`, reusing what `prepared` keeps. */
+  shouldRateLimitPrepared(prepared: PreparedRequest): MaybePromise<DecidedResponse> {
+    return this.decide(prepared.request, prepared);
   }
 
-  private decideNow(req: RateLimitRequest, prepared: PreparedRequest | undefined): DecidedResponse | undefined {
-    const now = this.store.now;
-    if (now === undefined) return undefined;
+  private decide(req: RateLimitRequest, prepared: PreparedRequest | undefined): MaybePromise<DecidedResponse> {
     const begun = this.begin(req, prepared);
     const plan = begun.plan;
-    let after: number[] = [];
-    let results: OpResult[] | undefined;
-    if (plan.storeIndexes.length > 0) {
-      try {
-        let current: number[] | undefined;
-        if (this.limiter.stopIncrementWhenOverLimit && !plan.anyLocal) current = now.get(this.limiter.readKeys(plan));
-        const ops = this.limiter.incrementOps(plan, current);
-        if (plan.needsExecute) results = now.execute(ops);
-        else after = now.increment(ops);
-      } catch (err) {
-        throw this.storeFailure(err);
-      }
+    if (plan.storeIndexes.length === 0) return this.finish(req, begun, [], undefined);
+    if (!this.limiter.stopIncrementWhenOverLimit || plan.anyLocal) return this.count(req, begun, undefined);
+    let current: MaybePromise<number[]>;
+    try {
+      current = this.store.get(this.limiter.readKeys(plan));
+    } catch (err) {
+      throw this.storeFailure(err);
     }
-    return this.finish(req, begun, after, results);
+    if (isPromise(current)) return current.then((c) => this.count(req, begun, c), this.rejectStore);
+    return this.count(req, begun, current);
+  }
+
+  /** One increment (or execute) round trip for the planned keys, then `finish`. */
+  private count(req: RateLimitRequest, begun: Begun, current: number[] | undefined): MaybePromise<DecidedResponse> {
+    const plan = begun.plan;
+    const store = this.store;
+    let after: MaybePromise<number[]> | undefined;
+    let results: MaybePromise<OpResult[]> | undefined;
+    try {
+      const ops = this.limiter.incrementOps(plan, current);
+      if (plan.needsExecute) {
+        // setRuleSet refused rules this store cannot run, so `execute` is present here.
+        if (store.execute === undefined) throw new StoreError(`the ${store.kind} store cannot run sliding_window or token_bucket`);
+        results = store.execute(ops);
+      } else {
+        after = store.increment(ops);
+      }
+    } catch (err) {
+      throw this.storeFailure(err);
+    }
+    if (results !== undefined) {
+      if (isPromise(results)) return results.then((r) => this.finish(req, begun, [], r), this.rejectStore);
+      return this.finish(req, begun, [], results);
+    }
+    if (isPromise(after)) return after.then((a) => this.finish(req, begun, a, undefined), this.rejectStore);
+    return this.finish(req, begun, after!, undefined);
   }
 
   /** Validates the request, matches its descriptors and plans the counting (counts total_hits). */
@@ -406,6 +403,11 @@ export class RateLimitService {
     const stable = keep && rules.hasStableMatches(req.domain) && descriptors.every((d) => d.limit === undefined);
     return { rules, matches, unlimited, addends, slots, memo: stable ? newKeyMemo(slots === undefined ? n : slots.owner.length) : undefined };
   }
+
+  /** A store's rejection as the decision's: counted and mapped to StoreError. */
+  private readonly rejectStore = (err: unknown): never => {
+    throw this.storeFailure(err);
+  };
 
   private storeFailure(err: unknown): StoreError {
     this.counters.redisError.inc();

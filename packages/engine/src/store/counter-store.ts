@@ -9,6 +9,8 @@
 // any it cannot read back as a number) as SATURATED_COUNT, which is above every limit (limits
 // are uint32), and no store ever lets a saturated counter fall back to a small value.
 
+import type { MaybePromise } from '../maybe-promise.js';
+
 /** A counter at or above this is saturated: over every limit for the rest of its window. */
 export const SATURATED_COUNT = Number.MAX_SAFE_INTEGER;
 
@@ -86,11 +88,15 @@ export interface CounterStore {
   readonly kind: string;
   /**
    * Adds each op's addend to its key and (re)applies its TTL, all in one round trip where the
-   * backend allows it. Resolves with the counter values after the increment, in op order,
-   * each at most SATURATED_COUNT (a counter that would overflow the backend resolves saturated).
-   * Rejects with StoreError when the backend cannot answer within its timeout.
+   * backend allows it. Answers with the counter values after the increment, in op order,
+   * each at most SATURATED_COUNT (a counter that would overflow the backend answers saturated).
+   * Fails with StoreError when the backend cannot answer within its timeout.
+   *
+   * `increment`, `execute` and `get` answer with the value itself when the store answers in
+   * process (the memory store), else with a promise (network stores); a failure is thrown by the
+   * former and a rejection of the latter (maybe-promise.ts), so callers handle both.
    */
-  increment(ops: readonly CounterOp[]): Promise<number[]>;
+  increment(ops: readonly CounterOp[]): MaybePromise<number[]>;
   /**
    * Algorithms other than fixed_window this store runs atomically. Rules that choose an algorithm
    * missing here are refused when the configuration is loaded (the error names store and reason).
@@ -103,19 +109,9 @@ export interface CounterStore {
    * Present exactly when `algorithms` is non-empty. Batches of plain fixed-window ops keep using
    * `increment` (the hot path does not allocate OpResults).
    */
-  execute?(ops: readonly CounterOp[]): Promise<OpResult[]>;
+  execute?(ops: readonly CounterOp[]): MaybePromise<OpResult[]>;
   /** Current values (0 when missing, at most SATURATED_COUNT), in key order. Used by STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT. */
-  get(keys: readonly string[]): Promise<number[]>;
-  /**
-   * In-process stores only: `increment`, `execute` and `get` answered synchronously (same
-   * results; StoreError thrown instead of rejected). Lets an embedding caller decide a request
-   * without a promise per call (RateLimitService.shouldRateLimitNow).
-   */
-  readonly now?: {
-    increment(ops: readonly CounterOp[]): number[];
-    execute(ops: readonly CounterOp[]): OpResult[];
-    get(keys: readonly string[]): number[];
-  };
+  get(keys: readonly string[]): MaybePromise<number[]>;
   /**
    * Removes the keys (an operator's reset on the debug port; never on the request path), in one
    * round trip per node where the backend allows it. Absent: the store cannot reset counters.

@@ -26,7 +26,6 @@ export const STORE_MEMBERS = {
   algorithms: 'value',
   execute: 'method',
   get: 'method',
-  now: 'value',
   delete: 'method',
   isConnected: 'method',
   onConnectionChange: 'method',

@@ -127,22 +127,8 @@ export class MemoryStore implements CounterStore {
     this.log = opts.log;
   }
 
-  /** The synchronous forms of `increment`, `execute` and `get` (CounterStore.now). */
-  readonly now = {
-    increment: (ops: readonly CounterOp[]): number[] => this.incrementNow(ops),
-    execute: (ops: readonly CounterOp[]): OpResult[] => this.executeNow(ops),
-    get: (keys: readonly string[]): number[] => this.getNow(keys),
-  };
-
-  increment(ops: readonly CounterOp[]): Promise<number[]> {
-    try {
-      return Promise.resolve(this.incrementNow(ops));
-    } catch (err) {
-      return Promise.reject(err as Error);
-    }
-  }
-
-  private incrementNow(ops: readonly CounterOp[]): number[] {
+  /** Answered at once (never a promise); a bad op throws StoreError, changing nothing. */
+  increment(ops: readonly CounterOp[]): number[] {
     // Validate first so a bad op changes nothing (Redis would have applied the ops before it).
     for (const op of ops) {
       if (!Number.isSafeInteger(op.addend)) throw new StoreError(`memory store: addend ${op.addend} is not an integer`);
@@ -167,17 +153,9 @@ export class MemoryStore implements CounterStore {
   /**
    * Fixed-window ops as `increment`; sliding-window ops also read `previousKey` after the
    * increment; token-bucket ops run GCRA on the stored TAT (counter-store.ts, BucketParams).
-   * Validated first, so a bad op changes nothing.
+   * Validated first, so a bad op changes nothing (StoreError thrown). Answered at once.
    */
-  execute(ops: readonly CounterOp[]): Promise<OpResult[]> {
-    try {
-      return Promise.resolve(this.executeNow(ops));
-    } catch (err) {
-      return Promise.reject(err as Error);
-    }
-  }
-
-  private executeNow(ops: readonly CounterOp[]): OpResult[] {
+  execute(ops: readonly CounterOp[]): OpResult[] {
     for (const op of ops) {
       if (!Number.isSafeInteger(op.addend) || op.addend < 0) throw new StoreError(`memory store: addend ${op.addend} is not a non-negative integer`);
       const b = op.bucket;
@@ -207,11 +185,8 @@ export class MemoryStore implements CounterStore {
     return out;
   }
 
-  get(keys: readonly string[]): Promise<number[]> {
-    return Promise.resolve(this.getNow(keys));
-  }
-
-  private getNow(keys: readonly string[]): number[] {
+  /** Answered at once. */
+  get(keys: readonly string[]): number[] {
     const now = this.clock.now();
     return keys.map((k) => this.read(k, now));
   }

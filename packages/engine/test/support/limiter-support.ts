@@ -1,7 +1,7 @@
 // Shared by the limiter and service tests: a counter store that records the operations the
 // service sends (the observable output of the limiter) and passes them on to the real MemoryStore.
 import { FakeClock } from '@rls/testkit';
-import { DEFAULT_LIMITER_OPTIONS, MemoryStore, RateLimitService, StatsStore, loadRuleSet, type Algorithm, type CounterOp, type CounterStore, type LimiterOptions, type OpResult } from '@rls/engine';
+import { DEFAULT_LIMITER_OPTIONS, MemoryStore, RateLimitService, StatsStore, loadRuleSet, type Algorithm, type CounterOp, type CounterStore, type LimiterOptions, type MaybePromise, type OpResult } from '@rls/engine';
 
 export class RecordingStore implements CounterStore {
   readonly kind = 'recording';
@@ -10,21 +10,23 @@ export class RecordingStore implements CounterStore {
   readonly executes: CounterOp[][] = [];
   readonly gets: string[][] = [];
   readonly algorithms?: ReadonlySet<Algorithm>;
-  /** When set, the next call fails with it (and the flag clears). */
+  /** When set, the next call fails with it (and the flag clears): rejected, or thrown when `failHow` is 'throw'. */
   failNext: Error | undefined;
+  /** How the next failure surfaces: a rejected promise (a network store) or a synchronous throw (an in-process store). */
+  failHow: 'reject' | 'throw' = 'reject';
   constructor(readonly inner: CounterStore) {
     if (inner.algorithms !== undefined) this.algorithms = inner.algorithms;
   }
-  execute(ops: readonly CounterOp[]): Promise<OpResult[]> {
+  execute(ops: readonly CounterOp[]): MaybePromise<OpResult[]> {
     this.executes.push(ops.map((o) => ({ ...o })));
     const execute = this.inner.execute?.bind(this.inner);
     return this.failOr(() => (execute === undefined ? Promise.reject(new Error('no execute')) : execute(ops)));
   }
-  increment(ops: readonly CounterOp[]): Promise<number[]> {
+  increment(ops: readonly CounterOp[]): MaybePromise<number[]> {
     this.increments.push(ops.map((o) => ({ ...o })));
     return this.failOr(() => this.inner.increment(ops));
   }
-  get(keys: readonly string[]): Promise<number[]> {
+  get(keys: readonly string[]): MaybePromise<number[]> {
     this.gets.push([...keys]);
     return this.failOr(() => this.inner.get(keys));
   }
@@ -39,10 +41,12 @@ export class RecordingStore implements CounterStore {
     const [current] = await this.inner.get([key]);
     await this.inner.increment([{ key, addend: value - (current ?? 0), expireSeconds: windowSeconds, windowSeconds }]);
   }
-  private failOr<T>(run: () => Promise<T>): Promise<T> {
+  private failOr<T>(run: () => MaybePromise<T>): MaybePromise<T> {
     const err = this.failNext;
     this.failNext = undefined;
-    return err !== undefined ? Promise.reject(err) : run();
+    if (err === undefined) return run();
+    if (this.failHow === 'throw') throw err;
+    return Promise.reject(err);
   }
 }
 

@@ -2,7 +2,7 @@
 // top-level folder or file of packages/engine/src is a room, and a room stands above every room it
 // imports. That is possible exactly when the rooms' imports form no loop, so no import runs back up a
 // floor; files do not import each other in a loop either. Today's floors, ground up: clock.ts,
-// domain.ts, errors.ts, units.ts, stats/; store/; config/; limiter/; quota/, service.ts; index.ts.
+// domain.ts, errors.ts, maybe-promise.ts, units.ts, stats/; store/; config/; limiter/; quota/, service.ts; index.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { dirname, join, resolve } from 'node:path';

@@ -1,4 +1,4 @@
-// RateLimitService.prepare + shouldRateLimitPreparedNow against shouldRateLimitNow: two services
+// RateLimitService.prepare + shouldRateLimitPrepared against shouldRateLimit: two services
 // with the same rules, options and clock, each over its own MemoryStore and StatsStore, decide the
 // same request sequence; responses, statistics and errors must be identical, whatever the prepared
 // request keeps (rule matches per rule set, counter keys per window).
@@ -14,9 +14,11 @@ import {
   StatsStore,
   Unit,
   loadRuleSet,
+  isPromise,
   type DecidedResponse,
   type DescriptorEntry,
   type LimiterOptions,
+  type MaybePromise,
   type RateLimitRequest,
   type RequestDescriptor,
 } from '@rls/engine';
@@ -70,9 +72,9 @@ interface Side {
 
 interface Twins {
   clock: FakeClock;
-  /** Decided with prepare + shouldRateLimitPreparedNow. */
+  /** Decided with prepare + shouldRateLimitPrepared. */
   prepared: Side;
-  /** Decided with shouldRateLimitNow. */
+  /** Decided with shouldRateLimit. */
   plain: Side;
   /** Loads `yaml` into both services (each with its own RuleSet on its own StatsStore). */
   load(yaml: string): void;
@@ -111,10 +113,15 @@ function statsOf(stats: StatsStore): Record<string, number> {
   return out;
 }
 
+/** The response itself: on the memory store every decision is made at once (never a promise). */
+function settled(r: MaybePromise<DecidedResponse>): DecidedResponse {
+  assert.ok(!isPromise(r), 'the memory store decides synchronously');
+  return r;
+}
+
 /** A response without its LocalDecision (an object bound to its own service), which is compared by its second. */
-function comparable(r: DecidedResponse | undefined): unknown {
-  assert.ok(r !== undefined, 'the memory store decides synchronously');
-  const { localDecision, ...rest } = r;
+function comparable(r: MaybePromise<DecidedResponse>): unknown {
+  const { localDecision, ...rest } = settled(r);
   return { ...rest, localSecond: localDecision?.second };
 }
 
@@ -129,17 +136,17 @@ function decideBoth(t: Twins, requests: readonly RateLimitRequest[], rounds: num
   for (let round = 0; round < rounds; round++) {
     t.clock.advance(typeof stepMs === 'number' ? stepMs : stepMs(round));
     requests.forEach((r, i) => {
-      const a = t.prepared.service.shouldRateLimitPreparedNow(prepared[i]!);
-      const b = t.plain.service.shouldRateLimitNow(r);
+      const a = t.prepared.service.shouldRateLimitPrepared(prepared[i]!);
+      const b = t.plain.service.shouldRateLimit(r);
       assert.deepEqual(comparable(a), comparable(b), `round ${round} (t=${t.clock.now()}), request ${i}`);
-      out.push(a!);
+      out.push(settled(a));
     });
   }
   assert.deepEqual(statsOf(t.prepared.stats), statsOf(t.plain.stats));
   return out;
 }
 
-describe('prepared requests decide as shouldRateLimitNow', () => {
+describe('prepared requests decide as shouldRateLimit', () => {
   const options: [string, Partial<LimiterOptions>][] = [
     ['defaults', {}],
     ['local over-limit cache', { localCacheSizeInBytes: 1 << 20 }],
@@ -202,8 +209,8 @@ describe('what a prepared request keeps follows the service', () => {
       const r = req('d', [one('k')]);
       const p = t.prepared.service.prepare(r);
       const call = (): DecidedResponse => {
-        const a = t.prepared.service.shouldRateLimitPreparedNow(p)!;
-        assert.deepEqual(comparable(a), comparable(t.plain.service.shouldRateLimitNow(r)), algorithm);
+        const a = settled(t.prepared.service.shouldRateLimitPrepared(p));
+        assert.deepEqual(comparable(a), comparable(t.plain.service.shouldRateLimit(r)), algorithm);
         return a;
       };
       assert.equal(call().statuses[0]?.currentLimit?.requestsPerUnit, 5);
@@ -234,7 +241,7 @@ describe('what a prepared request keeps follows the service', () => {
     const prepared = requests.map((r) => t.prepared.service.prepare(r));
     const round = (): void => {
       requests.forEach((r, i) => {
-        assert.deepEqual(comparable(t.prepared.service.shouldRateLimitPreparedNow(prepared[i]!)), comparable(t.plain.service.shouldRateLimitNow(r)));
+        assert.deepEqual(comparable(t.prepared.service.shouldRateLimitPrepared(prepared[i]!)), comparable(t.plain.service.shouldRateLimit(r)));
       });
     };
     round();
@@ -292,8 +299,8 @@ describe('what a prepared request keeps follows the service', () => {
     const r = req('d', [one('k'), d(e(['k', 'o']), { limit: { requestsPerUnit: 4, unit: Unit.MINUTE } })]);
     const p = t.prepared.service.prepare(r);
     const both = (): DecidedResponse => {
-      const a = t.prepared.service.shouldRateLimitPreparedNow(p)!;
-      assert.deepEqual(comparable(a), comparable(t.plain.service.shouldRateLimitNow(r)));
+      const a = settled(t.prepared.service.shouldRateLimitPrepared(p));
+      assert.deepEqual(comparable(a), comparable(t.plain.service.shouldRateLimit(r)));
       return a;
     };
     both();
@@ -306,7 +313,7 @@ describe('what a prepared request keeps follows the service', () => {
     const t = twins(`${RULES}---\n${DYNAMIC_RULES}`);
     const kept = (r: RateLimitRequest): boolean => {
       const p = t.prepared.service.prepare(r);
-      t.prepared.service.shouldRateLimitPreparedNow(p);
+      settled(t.prepared.service.shouldRateLimitPrepared(p));
       return p.matched !== undefined;
     };
     assert.equal(kept(req('d', [one('f'), one('s'), one('t')])), true, 'stable domain');
@@ -316,15 +323,15 @@ describe('what a prepared request keeps follows the service', () => {
   });
 });
 
-describe('errors are thrown as by shouldRateLimitNow', () => {
+describe('errors are thrown as by shouldRateLimit (at once: the memory store answers synchronously)', () => {
   const SERVICE_ERROR = 'ratelimit.service.call.should_rate_limit.service_error';
   /** Runs `r` prepared and unprepared, returning what each threw. */
   function thrown(t: Twins, r: RateLimitRequest): [unknown, unknown] {
     const p = t.prepared.service.prepare(r);
     let a: unknown;
     let b: unknown;
-    assert.throws(() => t.prepared.service.shouldRateLimitPreparedNow(p), (err: unknown) => ((a = err), true));
-    assert.throws(() => t.plain.service.shouldRateLimitNow(r), (err: unknown) => ((b = err), true));
+    assert.throws(() => t.prepared.service.shouldRateLimitPrepared(p), (err: unknown) => ((a = err), true));
+    assert.throws(() => t.plain.service.shouldRateLimit(r), (err: unknown) => ((b = err), true));
     return [a, b];
   }
   const cases: [string, string | undefined, RateLimitRequest, string, RegExp][] = [
@@ -355,8 +362,8 @@ describe('errors are thrown as by shouldRateLimitNow', () => {
     const t = twins(undefined);
     const r = req('d', [one('f')]);
     const p = t.prepared.service.prepare(r);
-    assert.throws(() => t.prepared.service.shouldRateLimitPreparedNow(p), { code: 'no_config' });
+    assert.throws(() => t.prepared.service.shouldRateLimitPrepared(p), { code: 'no_config' });
     t.load(RULES);
-    assert.equal(t.prepared.service.shouldRateLimitPreparedNow(p)?.statuses[0]?.limitRemaining, 4);
+    assert.equal(settled(t.prepared.service.shouldRateLimitPrepared(p)).statuses[0]?.limitRemaining, 4);
   });
 });

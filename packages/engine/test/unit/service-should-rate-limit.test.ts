@@ -2,7 +2,7 @@
 // quota mode, headers; numbered cases follow upstream's test/service/ratelimit_test.go.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Code, MAX_UINT32, RateLimitError, StoreError, Unit, loadRuleSet, type DescriptorEntry, type RateLimitRequest, type RequestDescriptor, type RuleSet } from '@rls/engine';
+import { Code, MAX_UINT32, MemoryStore, RateLimitError, StoreError, Unit, isPromise, loadRuleSet, type DescriptorEntry, type RateLimitRequest, type RequestDescriptor, type RuleSet } from '@rls/engine';
 import { harness, ruleCounters } from '../support/limiter-support.js';
 
 const e = (...pairs: [string, string][]): DescriptorEntry[] => pairs.map(([key, value]) => ({ key, value }));
@@ -28,21 +28,22 @@ descriptors:
 const one = (key: string, value = 'v'): RequestDescriptor => d(e([key, value]));
 
 describe('request validation and config state', () => {
-  test('59. empty domain / empty descriptors are service errors', async () => {
+  test('59. empty domain / empty descriptors are service errors', () => {
     const h = harness(RULES, {}, 2222);
-    await assert.rejects(h.service.shouldRateLimit(req('', [one('ok')])), (err: unknown) => {
+    // Refused before any store is asked: thrown at once (maybe-promise.ts), never a promise.
+    assert.throws(() => h.service.shouldRateLimit(req('', [one('ok')])), (err: unknown) => {
       assert.ok(err instanceof RateLimitError);
       assert.equal(err.code, 'invalid_request');
       assert.equal(err.message, 'rate limit domain must not be empty');
       return true;
     });
     assert.equal(h.stats.counterValue(C + 'call.should_rate_limit.service_error'), 1);
-    await assert.rejects(h.service.shouldRateLimit(req('d', [])), { message: 'rate limit descriptor list must not be empty' });
+    assert.throws(() => h.service.shouldRateLimit(req('d', [])), { message: 'rate limit descriptor list must not be empty' });
     assert.equal(h.stats.counterValue(C + 'call.should_rate_limit.service_error'), 2);
   });
-  test('61. no rules loaded', async () => {
+  test('61. no rules loaded', () => {
     const h = harness(undefined, {}, 2222);
-    await assert.rejects(h.service.shouldRateLimit(req('d', [one('ok')])), { code: 'no_config', message: 'no rate limit configuration loaded' });
+    assert.throws(() => h.service.shouldRateLimit(req('d', [one('ok')])), { code: 'no_config', message: 'no rate limit configuration loaded' });
     assert.equal(h.stats.counterValue(C + 'call.should_rate_limit.service_error'), 1);
   });
   test('55. a failed reload keeps the previous rules', async () => {
@@ -68,7 +69,9 @@ describe('request validation and config state', () => {
   test('60. store failure: StoreError, redis_error, total_hits already counted', async () => {
     const h = harness(RULES, {}, 2222);
     h.store.failNext = new Error('cache error');
-    await assert.rejects(h.service.shouldRateLimit(req('d', [one('ok')])), (err: unknown) => {
+    const answer = h.service.shouldRateLimit(req('d', [one('ok')]));
+    assert.ok(isPromise(answer), 'a store that waits fails later: the decision is a promise that rejects');
+    await assert.rejects(answer, (err: unknown) => {
       assert.ok(err instanceof StoreError);
       assert.equal(err.code, 'store_unavailable');
       assert.equal(err.message, 'cache error');
@@ -77,11 +80,52 @@ describe('request validation and config state', () => {
     assert.equal(h.stats.counterValue(C + 'call.should_rate_limit.redis_error'), 1);
     assert.equal(ruleCounters(h.stats, 'd.ok').total, 1);
   });
+  test('a store failure surfaces as the store answered: thrown at once, or rejected later (every step, both ways)', async () => {
+    for (const stop of [false, true]) {
+      // stopCacheKeyIncrementWhenOverlimit: a get before the increment, so both steps can fail.
+      for (const step of stop ? ['get', 'increment'] : ['increment']) {
+        const h = harness(RULES, { stopCacheKeyIncrementWhenOverlimit: stop }, 2222);
+        const fail = (how: 'throw' | 'reject'): void => {
+          h.store.failHow = how;
+          if (step === 'get') h.store.failNext = new Error(`${how} ${step}`);
+          else {
+            // Let the get through: fail the increment only.
+            const inc = h.store.increment.bind(h.store);
+            h.store.increment = (ops) => {
+              h.store.increment = inc;
+              h.store.failNext = new Error(`${how} ${step}`);
+              return inc(ops);
+            };
+          }
+        };
+        const isStoreError = (how: string) => (err: unknown) => err instanceof StoreError && err.message === `${how} ${step}`;
+        fail('throw');
+        assert.throws(() => h.service.shouldRateLimit(req('d', [one('ok')])), isStoreError('throw'), `stop=${stop} ${step}: thrown`);
+        fail('reject');
+        const later = h.service.shouldRateLimit(req('d', [one('ok')]));
+        assert.ok(isPromise(later), `stop=${stop} ${step}: a promise`);
+        await assert.rejects(later, isStoreError('reject'));
+        assert.equal(h.stats.counterValue(C + 'call.should_rate_limit.redis_error'), 2, `stop=${stop} ${step}: both counted`);
+        // And the same service answers at once again once the store does.
+        const ok = h.service.shouldRateLimit(req('d', [one('ok')]));
+        assert.ok(!isPromise(ok), 'the memory store answers at once');
+        assert.equal(ok.overallCode, Code.OK);
+      }
+    }
+  });
+  test('the memory store fails at once: a bad op throws StoreError synchronously, changing nothing', () => {
+    const store = new MemoryStore({ clock: { now: () => 0 } });
+    const op = { key: 'k', addend: 1, expireSeconds: 60, windowSeconds: 60 };
+    assert.deepEqual(store.increment([op]), [1]);
+    assert.throws(() => store.increment([op, { ...op, addend: 0.5 }]), StoreError);
+    assert.throws(() => store.execute([{ ...op, addend: -1 }]), StoreError);
+    assert.deepEqual(store.get(['k']), [1]);
+  });
   test('an override with unit UNKNOWN or out of range is rejected, not a crash', async () => {
     const h = harness(RULES, {}, 2222);
     for (const unit of [0, 8]) {
-      await assert.rejects(
-        h.service.shouldRateLimit(req('d', [one('ok'), d(e(['x', 'y']), { limit: { requestsPerUnit: 5, unit } })])),
+      assert.throws(
+        () => h.service.shouldRateLimit(req('d', [one('ok'), d(e(['x', 'y']), { limit: { requestsPerUnit: 5, unit } })])),
         (err: unknown) => {
           assert.ok(err instanceof RateLimitError);
           assert.equal(err.code, 'invalid_request');

@@ -24,12 +24,8 @@ function fullStore(log: string[]): Required<CounterStore> & { readonly self: () 
     },
     get(keys: readonly string[]) {
       log.push(`get ${String(this === store)}`);
-      return Promise.resolve(keys.map(() => 3));
-    },
-    now: {
-      increment: (ops: readonly CounterOp[]) => ops.map(() => 4),
-      execute: (ops: readonly CounterOp[]) => ops.map(() => ({ value: 5 })),
-      get: (keys: readonly string[]) => keys.map(() => 6),
+      // Answered at once (a value, not a promise), as an in-process store may.
+      return keys.map(() => 3);
     },
     delete(keys: readonly string[]) {
       log.push(`delete ${keys.join(',')} ${String(this === store)}`);
@@ -64,11 +60,9 @@ test('decorateStore: with no overrides every member is forwarded, methods called
   for (const key of Object.keys(STORE_MEMBERS)) assert.ok(key in d, `${key} survives decoration`);
   assert.equal(d.kind, 'full');
   assert.equal(d.algorithms, inner.algorithms);
-  assert.equal(d.now, inner.now);
-  assert.deepEqual(d.now?.increment([OP]), [4]);
   assert.deepEqual(await d.increment([OP, OP]), [1, 1]);
   assert.deepEqual(await d.execute?.([OP]), [{ value: 2 }]);
-  assert.deepEqual(await d.get(['a']), [3]);
+  assert.deepEqual(d.get(['a']), [3], 'an answer given at once is forwarded as it is (no promise)');
   await d.delete?.(['a', 'b']);
   assert.equal(d.isConnected(), true);
   let heard: boolean | undefined;
@@ -82,12 +76,12 @@ test('decorateStore: optional members stay absent when the inner store lacks the
   const plain: CounterStore = {
     kind: 'plain',
     increment: (ops) => Promise.resolve(ops.map(() => 1)),
-    get: (keys) => Promise.resolve(keys.map(() => 0)),
+    get: (keys) => keys.map(() => 0),
     isConnected: () => true,
     close: () => Promise.resolve(),
   };
-  const d = decorateStore(plain, { execute: (e) => e, now: (n) => n, delete: (x) => x });
-  for (const key of ['algorithms', 'execute', 'now', 'delete', 'onConnectionChange']) assert.equal(key in d, false, key);
+  const d = decorateStore(plain, { execute: (e) => e, delete: (x) => x });
+  for (const key of ['algorithms', 'execute', 'delete', 'onConnectionChange']) assert.equal(key in d, false, key);
   for (const key of ['kind', 'increment', 'get', 'isConnected', 'close']) assert.equal(key in d, true, key);
 });
 
@@ -108,16 +102,16 @@ test('decorateStore: an override gets the bound inner member and replaces it; va
   assert.equal(dl.algorithms?.has('token_bucket'), true);
 });
 
-test('decorateStore: a real MemoryStore keeps its synchronous forms and counts through the decoration', async () => {
+test('decorateStore: a real MemoryStore still answers at once and counts through the decoration', async () => {
   const clock = new FakeClock();
   clock.setSeconds(1_800_000_000);
   const inner = new MemoryStore({ clock });
   const d = decorateStore(inner);
-  assert.ok(d.now !== undefined, 'now survives');
-  assert.deepEqual(await d.increment([OP]), [1]);
-  assert.deepEqual(d.now.increment([OP]), [2]);
-  assert.deepEqual(await d.get(['k']), [2]);
+  assert.deepEqual(d.increment([OP]), [1], 'a value, not a promise');
+  assert.deepEqual(d.increment([OP]), [2]);
+  assert.deepEqual(d.get(['k']), [2]);
+  assert.throws(() => d.increment([{ ...OP, addend: 0.5 }]), { code: 'store_unavailable' }, 'a failure thrown at once stays a throw');
   await d.delete?.(['k']);
-  assert.deepEqual(await inner.get(['k']), [0]);
+  assert.deepEqual(inner.get(['k']), [0]);
   await d.close();
 });

@@ -1,4 +1,4 @@
-// The burst limit decided at once (embedded engine, CounterStore.now) against the same limit
+// The burst limit decided at once (embedded engine on its memory store) against the same limit
 // decided through promises: same responses, outcomes, counters and refusals, step by step. One
 // method per step (shouldRateLimit, check, admit) answers synchronously when it can.
 import assert from 'node:assert/strict';

@@ -33,16 +33,16 @@ export class EmbeddedDecider implements RateLimitDecider {
     this.service.setRuleSet(rules);
   }
   /**
-   * Decided at once (the memory store answers synchronously); the promise form only when the
-   * engine cannot (it never does on its memory store, kept for safety).
+   * The engine's one decision method: answered at once, since every step of it does on the memory
+   * store (a failure is thrown, never a rejected promise).
    */
   shouldRateLimit(req: RateLimitRequestMsg | PreparedDecision): MaybePromise<RateLimitResponseMsg> {
     // The message shapes are structurally the engine's domain types (see rls-messages.ts).
     if ('request' in req) {
       if (!(req instanceof PreparedRequest)) throw new TypeError('not a request prepared by this decider');
-      return this.service.shouldRateLimitPreparedNow(req) ?? this.service.shouldRateLimit(req.request);
+      return this.service.shouldRateLimitPrepared(req);
     }
-    return this.service.shouldRateLimitNow(req) ?? this.service.shouldRateLimit(req);
+    return this.service.shouldRateLimit(req);
   }
   /** The engine's PreparedRequest (rule matches and counter keys kept between calls). */
   prepare(req: RateLimitRequestMsg): PreparedDecision {

@@ -3,7 +3,7 @@
 // sampled), per-rule rates (rate-history.ts, from the statistics every 10 s) and store latency
 // (store-latency.ts, one round trip in 16). It is attached by the composition root as wrappers
 // around the decision function and the store; neither the engine nor the transports know it.
-import { Code, type Clock, type CounterStore, type DescriptorStatus, type RandomSource, type RateLimitRequest, type StatsStore } from '@rls/engine';
+import { Code, isPromise, type Clock, type CounterStore, type DescriptorStatus, type RandomSource, type RateLimitRequest, type StatsStore } from '@rls/engine';
 import { decodeRateLimitRequest, type RequestLimits } from '@rls/rls-proto';
 import type { EncodedShouldRateLimitFn, EncodedShouldRateLimitWrapper, ShouldRateLimitFn } from '../server/grpc-server-types.js';
 import { BUCKET_MS, RateHistory, type RateHistoryView } from './rate-history.js';
@@ -175,17 +175,22 @@ export class OperatorMonitor {
   wrapDecision(fn: ShouldRateLimitFn): ShouldRateLimitFn {
     return (req, ctx) => {
       if (!this.sampled()) return fn(req, ctx);
-      return fn(req, ctx).then((res) => {
+      const res = fn(req, ctx);
+      if (!isPromise(res)) {
         this.observe(res.statuses, () => req);
         return res;
+      }
+      return res.then((r) => {
+        this.observe(r.statuses, () => req);
+        return r;
       });
     };
   }
 
   /**
-   * Outside the local answer memo: its answers (synchronous, the only ones) are observed here,
-   * decoding the request bytes only when a descriptor is sampled. Answers the decision function
-   * produced (promises) were observed by wrapDecision and pass untouched.
+   * Outside the local answer memo: its answers are observed here, decoding the request bytes only
+   * when a descriptor is sampled. Answers the decision function produced (at once or later) were
+   * observed by wrapDecision and pass untouched.
    */
   readonly wrapMemo: EncodedShouldRateLimitWrapper = (next: EncodedShouldRateLimitFn): EncodedShouldRateLimitFn => {
     const limits = this.opts.requestLimits;
@@ -204,8 +209,11 @@ export class OperatorMonitor {
       return lastRequest;
     };
     return (payload, ctx) => {
+      // A call the decision function answered went through wrapDecision, which counted it
+      // (`decisions`), whether it answered at once or later: only the memo's own answers are left.
+      const seen = this.decisions;
       const answer = next(payload, ctx);
-      if (answer instanceof Promise || !this.sampled()) return answer;
+      if (isPromise(answer) || this.decisions !== seen || !this.sampled()) return answer;
       this.observe(answer.response.statuses, () => decode(payload));
       return answer;
     };

@@ -227,10 +227,15 @@ test('timed store: one call in N timed; optional members present exactly when th
   assert.deepEqual(await timedRich.execute!([{ key: 'k', addend: 1, expireSeconds: 1, windowSeconds: 1 }]), [{ value: 7 }]);
   // Failures are timed and still reach the caller.
   const failing = timedStore({ ...plain, increment: () => Promise.reject(new Error('down')) }, w, clock, 1);
-  await assert.rejects(failing.increment([]), /down/);
+  const before = w.view(clock.now()).samples;
+  await assert.rejects(async () => failing.increment([]), /down/);
+  // A failure thrown at once (an in-process store) stays a throw, and is timed.
+  const throwing = timedStore({ ...plain, increment: () => { throw new Error('refused'); } }, w, clock, 1);
+  assert.throws(() => throwing.increment([]), /refused/);
+  assert.equal(w.view(clock.now()).samples, before + 2);
 });
 
-test('timed store: every CounterStore member survives (now and delete too); synchronous calls are timed like round trips', async () => {
+test('timed store: every CounterStore member survives (delete too); answers given at once stay synchronous and are timed like round trips', async () => {
   const clock = new FakeClock();
   clock.setSeconds(1_800_000_000);
   const inner = new MemoryStore({ clock });
@@ -238,12 +243,11 @@ test('timed store: every CounterStore member survives (now and delete too); sync
   const timed = timedStore(inner, w, clock, 2);
   for (const key of Object.keys(STORE_MEMBERS)) assert.equal(key in timed, key in inner, key);
   const op = { key: 'k', addend: 1, expireSeconds: 60, windowSeconds: 60 };
-  assert.ok(timed.now !== undefined, 'the synchronous forms survive');
-  for (let i = 1; i <= 4; i++) assert.deepEqual(timed.now.increment([op]), [i]);
+  for (let i = 1; i <= 4; i++) assert.deepEqual(timed.increment([op]), [i], 'a value, not a promise');
   assert.equal(w.view(clock.now()).samples, 2);
-  assert.deepEqual(timed.now.get(['k']), [4]);
+  assert.deepEqual(timed.get(['k']), [4]);
   await timed.delete?.(['k']);
-  assert.deepEqual(await inner.get(['k']), [0]);
+  assert.deepEqual(inner.get(['k']), [0]);
 });
 
 test('display text cuts at the bound with an ellipsis and never splits a surrogate pair', () => {

@@ -1,7 +1,7 @@
 // Store round-trip latency for the operator page: a CounterStore wrapper that times one call in
 // SAMPLE_EVERY (the others go straight through, untouched) into log-scale histograms of 10-second
 // slots; p50/p99 come from the last six slots (one minute). Memory is fixed: 6 × 100 counters.
-import { decorateStore, type Clock, type CounterOp, type CounterStore, type OpResult } from '@rls/engine';
+import { decorateStore, isPromise, type Clock, type CounterOp, type CounterStore, type MaybePromise } from '@rls/engine';
 
 const SLOT_MS = 10_000;
 const SLOTS = 6;
@@ -82,26 +82,26 @@ function round3(v: number): number {
 }
 
 /**
- * The store as the service sees it, with one round trip in `every` timed (increment, execute and
- * get alike, and their synchronous forms under `now`); failures are timed too. Built with
- * decorateStore: every other member (delete, algorithms, onConnectionChange, ...) is forwarded, and
- * optional members are present exactly when the inner store has them.
+ * The store as the service sees it, with one call in `every` timed (increment, execute and get
+ * alike, whether answered at once or later); failures, thrown or rejected, are timed too. Built
+ * with decorateStore: every other member (delete, algorithms, onConnectionChange, ...) is
+ * forwarded, and optional members are present exactly when the inner store has them.
  */
 export function timedStore(inner: CounterStore, window: LatencyWindow, clock: Clock, every = LATENCY_SAMPLE_EVERY): CounterStore {
   let countdown = every;
-  const time = <T>(p: Promise<T>): Promise<T> => {
+  const time = <A, T>(call: (a: A) => MaybePromise<T>, a: A): MaybePromise<T> => {
     const start = performance.now();
     const done = (): void => window.record(performance.now() - start, clock.now());
-    p.then(done, done);
-    return p;
-  };
-  const timeNow = <A, T>(call: (a: A) => T, a: A): T => {
-    const start = performance.now();
+    let out: MaybePromise<T>;
     try {
-      return call(a);
-    } finally {
-      window.record(performance.now() - start, clock.now());
+      out = call(a);
+    } catch (err) {
+      done();
+      throw err;
     }
+    if (isPromise(out)) out.then(done, done);
+    else done();
+    return out;
   };
   const sampled = (): boolean => {
     if (--countdown > 0) return false;
@@ -109,18 +109,8 @@ export function timedStore(inner: CounterStore, window: LatencyWindow, clock: Cl
     return true;
   };
   return decorateStore(inner, {
-    increment: (increment) => (ops: readonly CounterOp[]) => (sampled() ? time(increment(ops)) : increment(ops)),
-    get: (get) => (keys: readonly string[]) => (sampled() ? time(get(keys)) : get(keys)),
-    execute: (execute) => (ops: readonly CounterOp[]): Promise<OpResult[]> => (sampled() ? time(execute(ops)) : execute(ops)),
-    now: (now) => {
-      const increment = now.increment.bind(now);
-      const execute = now.execute.bind(now);
-      const get = now.get.bind(now);
-      return {
-        increment: (ops) => (sampled() ? timeNow(increment, ops) : increment(ops)),
-        execute: (ops) => (sampled() ? timeNow(execute, ops) : execute(ops)),
-        get: (keys) => (sampled() ? timeNow(get, keys) : get(keys)),
-      };
-    },
+    increment: (increment) => (ops: readonly CounterOp[]) => (sampled() ? time(increment, ops) : increment(ops)),
+    get: (get) => (keys: readonly string[]) => (sampled() ? time(get, keys) : get(keys)),
+    execute: (execute) => (ops: readonly CounterOp[]) => (sampled() ? time(execute, ops) : execute(ops)),
   });
 }

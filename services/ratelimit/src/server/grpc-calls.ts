@@ -33,6 +33,7 @@ import {
   type InflateResult,
   type Inflation,
 } from './grpc-inflate.js';
+import { isPromise, type MaybePromise } from '@rls/engine';
 import { isGrpcContentType, parseGrpcTimeout } from './grpc-protocol.js';
 import {
   RequestDecodeFailure,
@@ -158,7 +159,9 @@ export function encodedShouldRateLimit(decide: ShouldRateLimitFn, limits: Reques
     } catch (err) {
       throw new RequestDecodeFailure(err);
     }
-    return decide(req, ctx).then(encodeAnswer);
+    // Answered at once: encoded at once, so the call stays synchronous (a throw reaches the dispatcher as one).
+    const response = decide(req, ctx);
+    return isPromise(response) ? response.then(encodeAnswer) : encodeAnswer(response);
   };
 }
 
@@ -437,14 +440,14 @@ export class GrpcDispatcher {
   private dispatch(call: GrpcCall, payload: Buffer): void {
     switch (call.kind) {
       case KIND_RLS: {
-        let answer: EncodedAnswer | Promise<EncodedAnswer>;
+        let answer: MaybePromise<EncodedAnswer>;
         try {
           answer = this.shouldRateLimit(payload, call);
         } catch (err) {
           this.failShouldRateLimit(call, err);
           return;
         }
-        if (answer instanceof Promise) answer.then((a) => this.answered(call, a), (err: unknown) => this.failShouldRateLimit(call, err));
+        if (isPromise(answer)) answer.then((a) => this.answered(call, a), (err: unknown) => this.failShouldRateLimit(call, err));
         else this.answered(call, answer);
         return;
       }

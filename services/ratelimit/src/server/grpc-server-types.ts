@@ -5,7 +5,7 @@
 import type { IncomingHttpHeaders } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { PeerCertificate } from 'node:tls';
-import type { DecidedResponse, RandomSource, RateLimitRequest } from '@rls/engine';
+import type { DecidedResponse, MaybePromise, RandomSource, RateLimitRequest } from '@rls/engine';
 import type { RequestLimits } from '@rls/rls-proto';
 // Type only (no runtime import): the optional RLQS service the dispatcher hands that method to.
 import type { RlqsService } from './rlqs-calls.js';
@@ -22,9 +22,11 @@ export interface CallContext {
 
 /**
  * The one ShouldRateLimit decision, on domain values (the engine's RateLimitService, possibly
- * wrapped by tracing). A plain RateLimitResponse is a DecidedResponse without provenance.
+ * wrapped by tracing). A plain RateLimitResponse is a DecidedResponse without provenance. The
+ * response itself when every step answered at once, else a promise; a failure is thrown or
+ * rejected as it came (the engine's maybe-promise.ts), and callers handle both.
  */
-export type ShouldRateLimitFn = (req: RateLimitRequest, ctx: CallContext) => Promise<DecidedResponse>;
+export type ShouldRateLimitFn = (req: RateLimitRequest, ctx: CallContext) => MaybePromise<DecidedResponse>;
 
 /** A ShouldRateLimit answer on the wire: the encoded response and the response it encodes. */
 export interface EncodedAnswer {
@@ -37,7 +39,7 @@ export interface EncodedAnswer {
  * ShouldRateLimit over the request message's bytes: decode, decide, encode. Throws or rejects
  * with a RequestDecodeFailure, a ResponseEncodeFailure or the decision's own error.
  */
-export type EncodedShouldRateLimitFn = (payload: Buffer, ctx: CallContext) => EncodedAnswer | Promise<EncodedAnswer>;
+export type EncodedShouldRateLimitFn = (payload: Buffer, ctx: CallContext) => MaybePromise<EncodedAnswer>;
 
 /** Cross-cutting behaviour around the byte-level decision (e.g. a memo of answers), as `next => fn`. */
 export type EncodedShouldRateLimitWrapper = (next: EncodedShouldRateLimitFn) => EncodedShouldRateLimitFn;

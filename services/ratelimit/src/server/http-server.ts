@@ -29,13 +29,14 @@ import {
 } from '@rls/rls-proto';
 import { ConnectionGuard, createBoundedHttpServer, DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './connection-guard.js';
 import { LIMIT_SETTING_DEFS } from './limits-settings.js';
-import { isRateLimitError, type RateLimitRequest, type RateLimitResponse } from '@rls/engine';
+import { isRateLimitError, type MaybePromise, type RateLimitRequest, type RateLimitResponse } from '@rls/engine';
 import type { CallContext } from './grpc-server-types.js';
 import type { HealthSource } from './health-source.js';
 import { silentLogger, type TransportLogger } from './transport-logger.js';
 
 export interface HttpServerOptions {
-  shouldRateLimit: (req: RateLimitRequest, ctx: CallContext) => Promise<RateLimitResponse>;
+  /** The decision (answered at once or later; a failure thrown or rejected: the `await` below takes both). */
+  shouldRateLimit: (req: RateLimitRequest, ctx: CallContext) => MaybePromise<RateLimitResponse>;
   health: HealthSource;
   logger?: TransportLogger | undefined;
   /** Largest accepted `/json` body in bytes (default HTTP_MAX_BODY_BYTES' default). */

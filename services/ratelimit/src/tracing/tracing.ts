@@ -15,10 +15,10 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { IncomingHttpHeaders } from 'node:http';
 import { ROOT_CONTEXT, SpanKind, trace, type Context, type TextMapGetter, type Tracer } from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { decorateStore, type CounterStore } from '@rls/engine';
+import { decorateStore, type CounterStore, type MaybePromise } from '@rls/engine';
 import type { Logger } from '../logger.js';
 import type { CallContext, ShouldRateLimitFn } from '../server/grpc-server.js';
-import { createTracerProvider, DEFAULT_PROPAGATORS, endSpanWith, propagatorFor, type PropagatorName, shutdownWithin } from '@rls/tracing';
+import { createTracerProvider, DEFAULT_PROPAGATORS, endSpanAround, propagatorFor, type PropagatorName, shutdownWithin } from '@rls/tracing';
 
 export interface TracingOptions {
   readonly protocol: 'http' | 'grpc';
@@ -76,7 +76,7 @@ export async function createTracing(opts: TracingOptions, deps: TracingDeps): Pr
       return (req, ctx: CallContext) => {
         const parent = ctx.headers !== undefined ? propagator.extract(ROOT_CONTEXT, ctx.headers, headerGetter) : ROOT_CONTEXT;
         const span = tracer.startSpan(SHOULD_RATE_LIMIT_SPAN, { kind: SpanKind.SERVER, attributes: { domain: req.domain } }, parent);
-        return endSpanWith(span, active.run(trace.setSpan(parent, span), () => fn(req, ctx)));
+        return endSpanAround(span, () => active.run(trace.setSpan(parent, span), () => fn(req, ctx)));
       };
     },
     traceStore(store) {
@@ -90,18 +90,18 @@ export async function createTracing(opts: TracingOptions, deps: TracingDeps): Pr
 
 
 /**
- * A CounterStore whose round trips (increment, execute, get) are child spans of the active
- * ShouldRateLimit span. Built with decorateStore: every other member is forwarded, including `now`
- * (synchronous, in-process answers have no round trip to trace) and `delete`.
+ * A CounterStore whose calls (increment, execute, get) are child spans of the active
+ * ShouldRateLimit span, whether the store answers at once (the memory store: the span ends at
+ * once) or later. Built with decorateStore: every other member is forwarded (`delete`, ...).
  */
 function tracedStore(inner: CounterStore, tracer: Tracer, active: AsyncLocalStorage<Context>, spanName: string): CounterStore {
   const traced =
-    <A extends readonly unknown[], T>(attribute: string, call: (items: A) => Promise<T>) =>
-    (items: A): Promise<T> => {
+    <A extends readonly unknown[], T>(attribute: string, call: (items: A) => MaybePromise<T>) =>
+    (items: A): MaybePromise<T> => {
       const parent = active.getStore();
       if (parent === undefined) return call(items);
       const span = tracer.startSpan(spanName, { kind: SpanKind.CLIENT, attributes: { [attribute]: items.length } }, parent);
-      return endSpanWith(span, call(items));
+      return endSpanAround(span, () => call(items));
     };
   return decorateStore(inner, {
     increment: (increment) => traced('pipeline length', increment),

@@ -23,6 +23,7 @@ import {
   type CounterStore,
   type DescriptorStatus,
   type LimiterOptions,
+  type MaybePromise,
   type OpResult,
   type RateLimitResponse,
   type RequestDescriptor,
@@ -73,7 +74,7 @@ descriptors:
 class RecordingStore implements CounterStore {
   readonly kind: string;
   readonly algorithms?: ReadonlySet<Algorithm>;
-  readonly execute?: (ops: readonly CounterOp[]) => Promise<OpResult[]>;
+  readonly execute?: (ops: readonly CounterOp[]) => MaybePromise<OpResult[]>;
   readonly calls = { increment: 0, execute: 0, get: 0 };
   readonly ops: CounterOp[][] = [];
   constructor(private readonly inner: CounterStore) {
@@ -88,12 +89,12 @@ class RecordingStore implements CounterStore {
       };
     }
   }
-  increment(ops: readonly CounterOp[]): Promise<number[]> {
+  increment(ops: readonly CounterOp[]): MaybePromise<number[]> {
     this.calls.increment++;
     this.ops.push(ops.map((o) => ({ ...o })));
     return this.inner.increment(ops);
   }
-  get(keys: readonly string[]): Promise<number[]> {
+  get(keys: readonly string[]): MaybePromise<number[]> {
     this.calls.get++;
     return this.inner.get(keys);
   }

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { PROTO_DIR, PROTO_FILES } from '@rls/rls-proto';
-import { RateLimitError, StoreError, type RateLimitRequest, type RateLimitResponse } from '@rls/engine';
+import { RateLimitError, StoreError, type MaybePromise, type RateLimitRequest, type RateLimitResponse } from '@rls/engine';
 import type { CallContext } from '../../src/server/grpc-server.js';
 import type { HealthSource } from '../../src/server/health-source.js';
 
@@ -29,19 +29,23 @@ export class TestHealth implements HealthSource {
   }
 }
 
+/** Domain prefix of a scripted call that answers (or fails) through a promise instead of at once. */
+export const LATER = 'later.';
+
 /**
- * A scripted ShouldRateLimit: the domain picks the behaviour. Every request it sees and every
- * abort it observes is recorded for assertions.
+ * A scripted ShouldRateLimit: the domain picks the behaviour. It answers at once (failures thrown),
+ * as the engine on the memory store does; a domain prefixed with LATER gets the same answer or
+ * failure through a promise (resolved or rejected), as over a network store. Every request it sees
+ * and every abort it observes is recorded for assertions.
  */
 export function scriptedService(): {
-  fn: (req: RateLimitRequest, ctx: CallContext) => Promise<RateLimitResponse>;
+  fn: (req: RateLimitRequest, ctx: CallContext) => MaybePromise<RateLimitResponse>;
   seen: RateLimitRequest[];
   aborted: string[];
 } {
   const seen: RateLimitRequest[] = [];
   const aborted: string[] = [];
-  const fn = async (req: RateLimitRequest, ctx: CallContext): Promise<RateLimitResponse> => {
-    seen.push(req);
+  const decide = (req: RateLimitRequest, ctx: CallContext): MaybePromise<RateLimitResponse> => {
     switch (req.domain) {
       case '':
         throw new RateLimitError('invalid_request', 'rate limit domain must not be empty');
@@ -52,35 +56,43 @@ export function scriptedService(): {
       case 'bug':
         throw new TypeError('cannot read properties of undefined');
       case 'hang':
-        return await new Promise<RateLimitResponse>((_resolve, reject) => {
+        return new Promise<RateLimitResponse>((_resolve, reject) => {
           ctx.signal.addEventListener('abort', () => {
             aborted.push(req.domain);
             reject(new Error('aborted'));
           });
         });
       case 'slow':
-        await new Promise((r) => setTimeout(r, 300));
-        break;
+        return new Promise((r) => setTimeout(r, 300)).then(() => answer(req));
       case 'empty':
         return { overallCode: 0, statuses: [], responseHeadersToAdd: [] };
       default:
-        break;
+        return answer(req);
     }
-    if (req.descriptors.length === 0) throw new RateLimitError('invalid_request', 'rate limit descriptor list must not be empty');
-    const over = req.domain === 'over';
-    return {
-      overallCode: over ? 2 : 1,
-      statuses: req.descriptors.map((_d, i) => ({
-        code: over ? 2 : 1,
-        currentLimit: { requestsPerUnit: 20, unit: i === 1 ? 7 : 2, name: i === 1 ? 'weekly' : '' },
-        limitRemaining: over ? 0 : 19,
-        durationUntilReset: 37,
-      })),
-      responseHeadersToAdd: [{ key: 'RateLimit-Limit', value: '20' }],
-      ...(req.domain === 'meta' ? { dynamicMetadata: { shadow: true, n: 1.5, list: ['a', null] } } : {}),
-    };
+  };
+  const fn = (req: RateLimitRequest, ctx: CallContext): MaybePromise<RateLimitResponse> => {
+    seen.push(req);
+    if (!req.domain.startsWith(LATER)) return decide(req, ctx);
+    const unprefixed = { ...req, domain: req.domain.slice(LATER.length) };
+    return Promise.resolve().then(() => decide(unprefixed, ctx));
   };
   return { fn, seen, aborted };
+}
+
+function answer(req: RateLimitRequest): RateLimitResponse {
+  if (req.descriptors.length === 0) throw new RateLimitError('invalid_request', 'rate limit descriptor list must not be empty');
+  const over = req.domain === 'over';
+  return {
+    overallCode: over ? 2 : 1,
+    statuses: req.descriptors.map((_d, i) => ({
+      code: over ? 2 : 1,
+      currentLimit: { requestsPerUnit: 20, unit: i === 1 ? 7 : 2, name: i === 1 ? 'weekly' : '' },
+      limitRemaining: over ? 0 : 19,
+      durationUntilReset: 37,
+    })),
+    responseHeadersToAdd: [{ key: 'RateLimit-Limit', value: '20' }],
+    ...(req.domain === 'meta' ? { dynamicMetadata: { shadow: true, n: 1.5, list: ['a', null] } } : {}),
+  };
 }
 
 export interface GrpcJsStubs {

@@ -4,7 +4,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock, waitFor } from '@rls/testkit';
-import { Code, DEFAULT_LIMITER_OPTIONS, MAX_HITS_ADDEND, RateLimitService, SATURATED_COUNT, StatsStore, Unit, loadRuleSet, type CounterOp, type CounterStore, type RateLimitRequest, type RequestDescriptor } from '@rls/engine';
+import { Code, DEFAULT_LIMITER_OPTIONS, MAX_HITS_ADDEND, RateLimitService, SATURATED_COUNT, StatsStore, Unit, loadRuleSet, type CounterOp, type CounterStore, type MaybePromise, type RateLimitRequest, type RequestDescriptor } from '@rls/engine';
 
 export interface ContractHarness {
   store: CounterStore;
@@ -184,7 +184,7 @@ export function runCounterStoreContract(name: string, makeStore: (clock: FakeClo
     test('many parallel calls: exact final counts, every post-increment value seen once', () =>
       withStore(async ({ store }) => {
         const n = 300;
-        const results = await Promise.all(Array.from({ length: n }, () => store.increment([op('par_a', 1), op('par_b', 2)])));
+        const results = await Promise.all(Array.from({ length: n }, async () => store.increment([op('par_a', 1), op('par_b', 2)])));
         await settle(store);
         assert.deepEqual(await store.get(['par_a', 'par_b']), [n, 2 * n]);
         if (traits.asyncIncrements !== undefined) {
@@ -227,7 +227,7 @@ export function runCounterStoreContract(name: string, makeStore: (clock: FakeClo
           ['burst_hour', 3_600, 1],
           ['burst_second', 1, 10],
         ] as const) {
-          const values = (await Promise.all(Array.from({ length: 200 }, () => store.increment([{ key, addend: 1, expireSeconds: expire, windowSeconds: expire, limit }])))).map((v) => v[0] as number);
+          const values = (await Promise.all(Array.from({ length: 200 }, async () => store.increment([{ key, addend: 1, expireSeconds: expire, windowSeconds: expire, limit }])))).map((v) => v[0] as number);
           assert.deepEqual([...values].sort((x, y) => x - y), Array.from({ length: 200 }, (_v, i) => i + 1), `${key}: every count once`);
           assert.equal(values.filter((v) => v <= limit).length, limit, `${key}: admitted`);
         }
@@ -373,11 +373,11 @@ class KeyedStore implements CounterStore {
   constructor(readonly inner: CounterStore) {
     this.kind = inner.kind;
   }
-  increment(ops: readonly CounterOp[]): Promise<number[]> {
+  increment(ops: readonly CounterOp[]): MaybePromise<number[]> {
     this.lastKeys = ops.map((o) => o.key);
     return this.inner.increment(ops);
   }
-  get(keys: readonly string[]): Promise<number[]> {
+  get(keys: readonly string[]): MaybePromise<number[]> {
     return this.inner.get(keys);
   }
   isConnected(): boolean {

@@ -9,7 +9,7 @@ import * as grpc from '@grpc/grpc-js';
 import { waitFor } from '@rls/testkit';
 import { encodeRateLimitRequest } from '@rls/rls-proto';
 import { createGrpcServer, type GrpcServer } from '../../src/server/grpc-server.js';
-import { grpcJsStubs, rawUnary, scriptedService, TestHealth, type GrpcJsStubs, unaryCall } from '../support/server-test-support.js';
+import { grpcJsStubs, LATER, rawUnary, scriptedService, TestHealth, type GrpcJsStubs, unaryCall } from '../support/server-test-support.js';
 
 const RLS = '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit';
 
@@ -119,15 +119,26 @@ describe(`gRPC server`, () => {
     ['store_unavailable (message with non-ASCII and %)', 'store', grpc.status.UNAVAILABLE, 'connect ECONNREFUSED 127.0.0.1:6379 – 100% down'],
     ['an unexpected error', 'bug', grpc.status.INTERNAL, 'internal error'],
   ];
+  // The decision fails at once (thrown, as on the memory store) or later (rejected, as over Redis): the same status.
   for (const [name, domain, code, details] of errorCases) {
-    test(`service error ${name} ⇒ status ${code} with its message`, async () => {
-      await assert.rejects(unaryCall(stubs.rls, 'ShouldRateLimit', { domain, descriptors: [{ entries: [{ key: 'k', value: 'v' }] }] }), (err: grpc.ServiceError) => {
-        assert.equal(err.code, code);
-        assert.equal(err.details, details);
-        return true;
+    for (const prefix of ['', LATER]) {
+      test(`service error ${name} ${prefix === '' ? 'thrown' : 'rejected'} ⇒ status ${code} with its message`, async () => {
+        await assert.rejects(unaryCall(stubs.rls, 'ShouldRateLimit', { domain: prefix + domain, descriptors: [{ entries: [{ key: 'k', value: 'v' }] }] }), (err: grpc.ServiceError) => {
+          assert.equal(err.code, code);
+          assert.equal(err.details, details);
+          return true;
+        });
       });
-    });
+    }
   }
+
+  test('an answer given at once and one given later are the same on the wire', async () => {
+    const req = { domain: 'over', descriptors: [{ entries: [{ key: 'a', value: 'b' }] }, { entries: [{ key: 'c', value: 'd' }] }] };
+    const now = await unaryCall<Record<string, unknown>>(stubs.rls, 'ShouldRateLimit', req);
+    const later = await unaryCall<Record<string, unknown>>(stubs.rls, 'ShouldRateLimit', { ...req, domain: `${LATER}over` });
+    assert.equal(now.overallCode, 'OVER_LIMIT');
+    assert.deepEqual(later, now);
+  });
 
   test('unknown method and unknown service ⇒ UNIMPLEMENTED', async () => {
     await assert.rejects(rawUnary(stubs.rls, '/envoy.service.ratelimit.v3.RateLimitService/Nope', Buffer.alloc(0)), (err: grpc.ServiceError) => {

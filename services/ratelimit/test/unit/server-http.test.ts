@@ -5,7 +5,7 @@ import http from 'node:http';
 import { gzipSync } from 'node:zlib';
 import { waitFor } from '@rls/testkit';
 import { createHttpServer, type HttpServer } from '../../src/server/http-server.js';
-import { scriptedService, TestHealth } from '../support/server-test-support.js';
+import { LATER, scriptedService, TestHealth } from '../support/server-test-support.js';
 
 interface Reply {
   status: number;
@@ -87,17 +87,22 @@ describe('HTTP server', () => {
     });
   }
 
-  test('no_config and store_unavailable ⇒ 503 with the message; other failures ⇒ 500 without internals', async () => {
-    const noConfig = await request(port, 'POST', '/json', one('noconfig'));
-    assert.equal(noConfig.status, 503);
-    assert.deepEqual(JSON.parse(noConfig.body), { error: 'no rate limit configuration loaded' });
-    const store = await request(port, 'POST', '/json', one('store'));
-    assert.equal(store.status, 503);
-    assert.deepEqual(JSON.parse(store.body), { error: 'connect ECONNREFUSED 127.0.0.1:6379 – 100% down' });
-    const bug = await request(port, 'POST', '/json', one('bug'));
-    assert.equal(bug.status, 500);
-    assert.deepEqual(JSON.parse(bug.body), { error: 'internal error' });
-  });
+  // The decision fails at once (thrown) or later (rejected); /json answers the same for both.
+  for (const prefix of ['', LATER]) {
+    test(`no_config and store_unavailable ⇒ 503 with the message; other failures ⇒ 500 without internals (${prefix === '' ? 'thrown' : 'rejected'})`, async () => {
+      const noConfig = await request(port, 'POST', '/json', one(`${prefix}noconfig`));
+      assert.equal(noConfig.status, 503);
+      assert.deepEqual(JSON.parse(noConfig.body), { error: 'no rate limit configuration loaded' });
+      const store = await request(port, 'POST', '/json', one(`${prefix}store`));
+      assert.equal(store.status, 503);
+      assert.deepEqual(JSON.parse(store.body), { error: 'connect ECONNREFUSED 127.0.0.1:6379 – 100% down' });
+      const bug = await request(port, 'POST', '/json', one(`${prefix}bug`));
+      assert.equal(bug.status, 500);
+      assert.deepEqual(JSON.parse(bug.body), { error: 'internal error' });
+      const ok = await request(port, 'POST', '/json', one(`${prefix}fine`));
+      assert.equal(ok.status, 200);
+    });
+  }
 
   test('other methods on /json ⇒ 405 with Allow: POST', async () => {
     for (const method of ['GET', 'PUT', 'DELETE']) {
