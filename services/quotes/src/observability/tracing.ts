@@ -15,7 +15,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { IncomingHttpHeaders } from 'node:http';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type TextMapGetter, type TextMapSetter } from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { createTracerProvider, endSpanWith, propagatorFor, type PropagatorName, shutdownWithin } from '@rls/tracing';
+import { createTracerProvider, endSpanAround, endSpanWith, propagatorFor, type PropagatorName, shutdownWithin } from '@rls/tracing';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { requestOf, type RateLimitDecider } from '../ratelimit/decider.js';
@@ -90,18 +90,7 @@ export async function createQuotesTracing(opts: TracingOptions, deps: TracingDep
   const child = (name: string, kind: SpanKind, attrs: Record<string, string | number>, call: () => unknown): unknown => {
     const parent = active.getStore();
     if (parent === undefined) return call();
-    const span = tracer.startSpan(name, { kind, attributes: attrs }, parent);
-    let out: unknown;
-    try {
-      out = call();
-    } catch (err) {
-      span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
-      span.end();
-      throw err;
-    }
-    if (out instanceof Promise) return endSpanWith(span, out);
-    span.end();
-    return out;
+    return endSpanAround(tracer.startSpan(name, { kind, attributes: attrs }, parent), call);
   };
 
   const refreshSpan = (source: string, call: () => unknown): unknown => {
