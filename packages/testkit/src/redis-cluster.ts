@@ -94,7 +94,20 @@ export async function startRedisCluster(opts: { masters?: number; nodeTimeoutMs?
       }
     },
     finishMigration: async (slot, to) => {
-      for (const node of nodes) await node.call('CLUSTER', 'SETSLOT', String(slot), 'NODE', to.id);
+      // The target first (Redis's documented order): a source told first would redirect to a target
+      // still importing, which redirects back. Then every node, and until each names the target.
+      await to.call('CLUSTER', 'SETSLOT', String(slot), 'NODE', to.id);
+      for (const node of nodes) if (node !== to) await node.call('CLUSTER', 'SETSLOT', String(slot), 'NODE', to.id);
+      await waitFor(
+        async () => {
+          for (const node of nodes) {
+            const ranges = (await node.call('CLUSTER', 'SLOTS')) as [number, number, [string, number, string]][];
+            if (ranges.find(([a, b]) => a <= slot && slot <= b)?.[2][2] !== to.id) return false;
+          }
+          return true;
+        },
+        { what: `every node names the new owner of slot ${slot}`, timeoutMs: 5_000, intervalMs: 20 },
+      );
     },
     waitHealthy,
     stop: async () => {
