@@ -95,18 +95,25 @@ export async function startRedisCluster(opts: { masters?: number; nodeTimeoutMs?
     },
     finishMigration: async (slot, to) => {
       // The target first (Redis's documented order): a source told first would redirect to a target
-      // still importing, which redirects back. Then every node, and until each names the target.
+      // still importing, which redirects back. The target also takes the greatest config epoch, so
+      // its claim wins over any older one still gossiped. Then every node, and until each names the
+      // target (a node still naming another owner is told again).
       await to.call('CLUSTER', 'SETSLOT', String(slot), 'NODE', to.id);
+      await to.call('CLUSTER', 'BUMPEPOCH');
       for (const node of nodes) if (node !== to) await node.call('CLUSTER', 'SETSLOT', String(slot), 'NODE', to.id);
       await waitFor(
         async () => {
+          let agreed = true;
           for (const node of nodes) {
             const ranges = (await node.call('CLUSTER', 'SLOTS')) as [number, number, [string, number, string]][];
-            if (ranges.find(([a, b]) => a <= slot && slot <= b)?.[2][2] !== to.id) return false;
+            if (ranges.find(([a, b]) => a <= slot && slot <= b)?.[2][2] !== to.id) {
+              agreed = false;
+              await node.call('CLUSTER', 'SETSLOT', String(slot), 'NODE', to.id);
+            }
           }
-          return true;
+          return agreed;
         },
-        { what: `every node names the new owner of slot ${slot}`, timeoutMs: 5_000, intervalMs: 20 },
+        { what: `every node names the new owner of slot ${slot}`, timeoutMs: 20_000, intervalMs: 50 },
       );
     },
     waitHealthy,
