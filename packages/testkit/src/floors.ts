@@ -3,8 +3,10 @@
 // no loop, so no import runs back up a floor. The floors tests of the engine and of quotes read their
 // trees through this one reader. It reads relative imports as text (static `import`/`export ... from`
 // and `import('...')`); package imports are outside the tree and draw no arrow.
+import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
+import { test } from 'node:test';
 
 const IMPORT = /(?:^|\n)\s*(?:import|export)\b[^'"]*?\bfrom\s*['"](\.{1,2}\/[^'"]+)['"]|\bimport\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g;
 
@@ -105,4 +107,28 @@ export function floorsOf(files: Map<string, Set<string>>): string[][] | undefine
   const floors: string[][] = [];
   for (const r of [...rooms.keys()].sort()) (floors[levelOf(r)] ??= []).push(r);
   return floors;
+}
+
+/**
+ * The three tests every floors file runs on its tree: the reader sees it (more than `minFiles` files,
+ * the import `sample` among them, every relative import naming a file that exists), the rooms
+ * import each other in no loop, and no two files do.
+ */
+export function importGraphTests(src: string, what: string, minFiles: number, sample: [from: string, to: string]): void {
+  test(`the import reader sees ${what} (every relative import names a file that exists)`, () => {
+    const graph = fileGraph(src);
+    assert.ok(graph.size > minFiles, `found ${graph.size} files`);
+    assert.ok(graph.get(sample[0])?.has(sample[1]));
+    for (const [file, deps] of graph) for (const d of deps) assert.ok(graph.has(d), `${file} imports ${d}, which is not a source file`);
+  });
+
+  test('no import runs back up a floor: the rooms (top-level folders and files) import each other in no loop', () => {
+    const loop = roomLoop(fileGraph(src));
+    assert.equal(loop, undefined, `rooms in a loop: ${loop}`);
+  });
+
+  test('no two files import each other in a loop', () => {
+    const loop = findLoop(fileGraph(src));
+    assert.equal(loop, undefined, `files in a loop: ${loop?.join(' -> ')}`);
+  });
 }

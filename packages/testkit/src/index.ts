@@ -41,4 +41,4 @@ export * from './property-support.js';
 export { assertMayStartServers, tierOfTestFile, UnitTierViolation, TEST_TIER_ENV, type TestTier } from './tier-guard.js';
 export { pngVariety } from './png.js';
 export * from './rlqs-envoy.js';
-export { fileGraph, roomOf, roomGraph, findLoop, roomLoop, floorsOf } from './floors.js';
+export { fileGraph, roomOf, roomGraph, findLoop, roomLoop, floorsOf, importGraphTests } from './floors.js';

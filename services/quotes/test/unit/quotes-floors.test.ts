@@ -25,7 +25,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fileGraph, findLoop, floorsOf, roomLoop } from '@rls/testkit';
+import { fileGraph, floorsOf, importGraphTests } from '@rls/testkit';
 
 const SRC = resolve(dirname(fileURLToPath(import.meta.url)), '../../src');
 
@@ -45,22 +45,7 @@ const FLOORS = [
   ['cli'],
 ];
 
-test('the import reader sees the quotes service (every relative import names a file that exists)', () => {
-  const graph = fileGraph(SRC);
-  assert.ok(graph.size > 100, `found ${graph.size} files`);
-  assert.ok(graph.get(join('history', 'resample.ts'))?.has(join('domain', 'intervals.ts')));
-  for (const [file, deps] of graph) for (const d of deps) assert.ok(graph.has(d), `${file} imports ${d}, which is not a source file`);
-});
-
-test('no import runs back up a floor: the rooms (top-level folders and files) import each other in no loop', () => {
-  const loop = roomLoop(fileGraph(SRC));
-  assert.equal(loop, undefined, `rooms in a loop: ${loop}`);
-});
-
-test('no two files import each other in a loop', () => {
-  const loop = findLoop(fileGraph(SRC));
-  assert.equal(loop, undefined, `files in a loop: ${loop?.join(' -> ')}`);
-});
+importGraphTests(SRC, 'the quotes service', 100, [join('history', 'resample.ts'), join('domain', 'intervals.ts')]);
 
 test('the floors are the ones this file and docs/architecture.md list', () => {
   assert.deepEqual(floorsOf(fileGraph(SRC)), FLOORS);
