@@ -7,21 +7,14 @@
 // and get assignments while the grants stay within the quota.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DEFAULT_BALANCER_TUNING, QuotaBalancer, StatsStore, loadQuotaRules, quotaShareKey, type QuotaBalancerOptions } from '@rls/engine';
+import { DEFAULT_BALANCER_TUNING, QuotaBalancer, StatsStore, quotaShareKey, type QuotaBalancerOptions } from '@rls/engine';
 import { bucketKey } from '@rls/rls-proto';
-import { FakeClock, startRedis, waitFor, type RedisServer, type SimStrategy } from '@rls/testkit';
+import { FakeClock, startRedis, waitFor, type RedisServer } from '@rls/testkit';
 import { RedisStore } from '../../src/backends/redis-store.js';
 import { RedisQuotaShareStore } from '../../src/backends/redis-quota-share.js';
 import { hostRlqs } from '../support/rlqs-grpc-js-host.js';
-import { RlqsFleet, type FleetReplica } from '../support/rlqs-fleet.js';
+import { API, BURST, QUOTA, RULES, RlqsFleet, rateOf, type FleetReplica } from '../support/rlqs-fleet.js';
 
-const QUOTA = 100;
-const BURST = 20;
-const RULES = loadQuotaRules(
-  [{ name: 'edge.yaml', content: `domain: edge\nquota_buckets:\n  - bucket_id: { name: api }\n    quota: { unit: second, requests_per_unit: ${QUOTA}, burst: ${BURST} }\n` }],
-  { mergeDomainConfig: false },
-);
-const API = [{ key: 'name', value: 'api' }];
 
 let redis: RedisServer;
 before(async () => {
@@ -31,10 +24,6 @@ after(async () => {
   await redis.stop();
 });
 
-function rateOf(s: SimStrategy | undefined): number {
-  if (s?.kind === 'token_bucket') return (s.tokenBucket.tokensPerFill ?? 1) / s.tokenBucket.fillInterval!;
-  return NaN;
-}
 
 async function setup(clock: FakeClock, tuning: Partial<QuotaBalancerOptions> = {}) {
   await redis.call('FLUSHALL');

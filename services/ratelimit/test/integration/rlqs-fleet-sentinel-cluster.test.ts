@@ -6,25 +6,17 @@
 // it migrates, MOVED after) without a failed tick.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DEFAULT_BALANCER_TUNING, QuotaBalancer, StatsStore, loadQuotaRules, mathRandom, quotaShareKey, type QuotaShareStore } from '@rls/engine';
+import { DEFAULT_BALANCER_TUNING, QuotaBalancer, StatsStore, mathRandom, quotaShareKey, type QuotaShareStore } from '@rls/engine';
 import { bucketKey } from '@rls/rls-proto';
-import { FakeClock, startRedis, startRedisCluster, startSentinelSet, type RedisCluster, type RedisServer, type SentinelSet, type SimStrategy } from '@rls/testkit';
+import { FakeClock, startRedis, startRedisCluster, startSentinelSet, type RedisCluster, type RedisServer, type SentinelSet } from '@rls/testkit';
 import { composeCounterStore, type ComposedStore } from '../../src/compose-counter-store.js';
 import { silentLogger } from '../../src/logger.js';
 import { loadSettings } from '../../src/settings.js';
 import { hostRlqs } from '../support/rlqs-grpc-js-host.js';
-import { RlqsFleet, type FleetReplica } from '../support/rlqs-fleet.js';
+import { API, BURST, QUOTA, RULES, RlqsFleet, rateOf, type FleetReplica } from '../support/rlqs-fleet.js';
 
-const QUOTA = 100;
-const BURST = 20;
-const RULES = loadQuotaRules(
-  [{ name: 'edge.yaml', content: `domain: edge\nquota_buckets:\n  - bucket_id: { name: api }\n    quota: { unit: second, requests_per_unit: ${QUOTA}, burst: ${BURST} }\n` }],
-  { mergeDomainConfig: false },
-);
-const API = [{ key: 'name', value: 'api' }];
 const PREFIX = 't:';
 
-const rateOf = (s: SimStrategy | undefined): number => (s?.kind === 'token_bucket' ? (s.tokenBucket.tokensPerFill ?? 1) / s.tokenBucket.fillInterval! : NaN);
 
 /** The store and share store of one replica, as the app composes them from `env`. */
 async function composed(env: Record<string, string>): Promise<ComposedStore & { share: QuotaShareStore }> {

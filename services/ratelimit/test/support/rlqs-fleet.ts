@@ -5,9 +5,23 @@
 // hosts have received every report sent and the instances every response sent, so a run is
 // deterministic however slow the machine.
 import * as grpc from '@grpc/grpc-js';
-import type { QuotaBalancer } from '@rls/engine';
-import { grpcSimStream, SimulatedEnvoy, waitFor, type FakeClock, type SimBucketEntry, type SimBucketSettings } from '@rls/testkit';
+import { loadQuotaRules, type QuotaBalancer, type QuotaRuleSet } from '@rls/engine';
+import { grpcSimStream, SimulatedEnvoy, waitFor, type FakeClock, type SimBucketEntry, type SimBucketSettings, type SimStrategy } from '@rls/testkit';
 import { HAND_WRITTEN_SIM_CODEC, type RlqsHost } from './rlqs-grpc-js-host.js';
+
+/** The fleet tests' quota: domain `edge`, bucket `{name: api}`, QUOTA a second with BURST. */
+export const QUOTA = 100;
+export const BURST = 20;
+export const RULES: QuotaRuleSet = loadQuotaRules(
+  [{ name: 'edge.yaml', content: `domain: edge\nquota_buckets:\n  - bucket_id: { name: api }\n    quota: { unit: second, requests_per_unit: ${QUOTA}, burst: ${BURST} }\n` }],
+  { mergeDomainConfig: false },
+);
+export const API = [{ key: 'name', value: 'api' }];
+
+/** Requests a second an assignment grants (NaN unless a token bucket). */
+export function rateOf(s: SimStrategy | undefined): number {
+  return s?.kind === 'token_bucket' ? (s.tokenBucket.tokensPerFill ?? 1) / s.tokenBucket.fillInterval! : NaN;
+}
 
 export interface FleetReplica {
   balancer: QuotaBalancer;
