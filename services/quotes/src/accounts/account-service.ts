@@ -101,17 +101,12 @@ export class AccountService {
   authenticate(token: string | undefined): MaybePromise<Account | undefined> {
     if (token === undefined || token.length === 0 || token.length > 200) return undefined;
     const cached = this.cacheUsable();
-    let hash = this.hashes.get(token);
-    if (cached && hash !== undefined) {
-      const hit = this.cache.get(hash);
-      if (hit !== undefined) return hit;
-    }
-    hash ??= hashToken(token);
+    const known = this.hashes.get(token);
+    const hash = known ?? hashToken(token);
     if (cached) {
       const hit = this.cache.get(hash);
       if (hit !== undefined) {
-        if (this.hashes.size >= CACHE_ENTRIES) this.hashes.clear();
-        this.hashes.set(token, hash);
+        if (known === undefined) this.rememberHash(token, hash);
         return hit;
       }
     }
@@ -131,10 +126,15 @@ export class AccountService {
     if (cached && version === this.cacheVersion) {
       if (this.cache.size >= CACHE_ENTRIES) this.cache.clear();
       this.cache.set(hash, account);
-      if (this.hashes.size >= CACHE_ENTRIES) this.hashes.clear();
-      this.hashes.set(token, hash);
+      this.rememberHash(token, hash);
     }
     return account;
+  }
+
+  /** Bounded as the cache is (all dropped when full). */
+  private rememberHash(token: string, hash: string): void {
+    if (this.hashes.size >= CACHE_ENTRIES) this.hashes.clear();
+    this.hashes.set(token, hash);
   }
 
   /**

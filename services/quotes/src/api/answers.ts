@@ -152,9 +152,11 @@ export class AnswerWriter {
   /** Writes `answer` for a request with these headers; settles when written (a stream: when it ended or failed). */
   write(res: ServerResponse, answer: Answer, request: IncomingHttpHeaders, head: boolean): MaybePromise<void> {
     const { headers, body } = answer;
-    const encoding = answer.status === 206 ? undefined : chooseEncoding(request, this.compressMinBytes);
     const stream = answer.stream;
-    if (stream !== undefined) return this.writeStream(res, answer, stream, encoding, head);
+    // Compressed as the plugin would: never partial content; a whole body only from the threshold on
+    // (below it Accept-Encoding is not even read), a stream whatever its size.
+    const minBytes = answer.status === 206 ? undefined : this.compressMinBytes;
+    if (stream !== undefined) return this.writeStream(res, answer, stream, chooseEncoding(request, minBytes), head);
     if (body === undefined) {
       // No Content-Length for 204 and 304 (RFC 9110 §8.6), as fastify.
       if (answer.status >= 200 && answer.status !== 204 && answer.status !== 304) headers.push('content-length', '0');
@@ -163,7 +165,8 @@ export class AnswerWriter {
       return;
     }
     const bytes = answer.bodyBytes ?? Buffer.byteLength(body);
-    if (encoding === undefined || bytes < (this.compressMinBytes as number)) {
+    const encoding = minBytes === undefined || bytes < minBytes ? undefined : chooseEncoding(request, minBytes);
+    if (encoding === undefined) {
       headers.push('content-length', String(bytes));
       res.writeHead(answer.status, headers);
       res.end(head ? undefined : body);
@@ -203,16 +206,13 @@ export class AnswerWriter {
       res.end();
       return;
     }
-    res.once('close', stream.release);
     const source = Readable.from(stream.chunks(), { objectMode: false, highWaterMark: STREAM_HIGH_WATER });
-    const done = (err: Error | null | undefined): void => {
-      stream.release();
-      // A client that went away mid-answer is no failure of ours.
-      if (err && (err as { code?: string }).code !== 'ERR_STREAM_PREMATURE_CLOSE') this.log.error({ err }, 'streaming an answer failed');
-    };
+    // The pipeline calls back once the response is over: written, failed, or the client gone.
     return new Promise<void>((resolve) => {
       const finish = (err: Error | null | undefined): void => {
-        done(err);
+        stream.release();
+        // A client that went away mid-answer is no failure of ours.
+        if (err && (err as { code?: string }).code !== 'ERR_STREAM_PREMATURE_CLOSE') this.log.error({ err }, 'streaming an answer failed');
         resolve();
       };
       if (encoding === undefined) pipeline(source, res, finish);
