@@ -82,6 +82,9 @@ const args = [
   // absolute, so a process a test starts with this process's execArgv finds it from any cwd
   '--import', pathToFileURL(join(root, 'packages/testkit/src/unit-tier-preload.ts')).href,
   '--test',
+  // node's TAP output with a list of the failing tests just above the closing summary
+  '--test-reporter', pathToFileURL(join(root, 'scripts/test-reporter.mjs')).href,
+  '--test-reporter-destination', 'stdout',
   `--test-concurrency=${concurrency}`,
   '--test-timeout=120000',
   ...files,
