@@ -80,6 +80,10 @@ export interface RateLimitConfigDescriptorMsg {
   cidr?: string | undefined;
   /** Extension (field 1005): match the value by prefix; undefined when unset. */
   prefix?: string | undefined;
+  /** Extension (field 1008): match the value by any block of the list (one rule); undefined or empty when unset. */
+  cidrs?: string[] | undefined;
+  /** Extension (field 1009): match the value by any prefix of the list (one rule); undefined or empty when unset. */
+  prefixes?: string[] | undefined;
 }
 
 /** Extension `QuotaRule`: a quota as written; '' and undefined are "not written". */
@@ -371,6 +375,8 @@ interface PbDescriptor {
   rate_limits?: PbPolicy[];
   cidr?: string;
   prefix?: string;
+  cidrs?: string[];
+  prefixes?: string[];
 }
 interface PbQuotaRule {
   strategy?: string;
@@ -450,6 +456,8 @@ function descriptorToPb(d: RateLimitConfigDescriptorMsg, unitEnum: protobuf.Enum
   if (d.rateLimits !== undefined && d.rateLimits.length > 0) pb.rate_limits = d.rateLimits.map((rl) => policyToPb(rl, unitEnum));
   if (d.cidr !== undefined && d.cidr !== '') pb.cidr = d.cidr;
   if (d.prefix !== undefined && d.prefix !== '') pb.prefix = d.prefix;
+  if (d.cidrs !== undefined && d.cidrs.length > 0) pb.cidrs = [...d.cidrs];
+  if (d.prefixes !== undefined && d.prefixes.length > 0) pb.prefixes = [...d.prefixes];
   if (d.metadata !== undefined) pb.metadata = toPbStruct(d.metadata);
   return pb;
 }
@@ -491,6 +499,8 @@ function descriptorFromPb(pb: PbDescriptor, unitEnum: protobuf.Enum): RateLimitC
   if (pb.rate_limits !== undefined && pb.rate_limits.length > 0) out.rateLimits = pb.rate_limits.map((rl) => policyFromPb(rl, unitEnum));
   if (pb.cidr !== undefined && pb.cidr !== '') out.cidr = pb.cidr;
   if (pb.prefix !== undefined && pb.prefix !== '') out.prefix = pb.prefix;
+  if (pb.cidrs !== undefined && pb.cidrs.length > 0) out.cidrs = pb.cidrs;
+  if (pb.prefixes !== undefined && pb.prefixes.length > 0) out.prefixes = pb.prefixes;
   if (pb.metadata !== undefined && pb.metadata !== null) out.metadata = fromPbStruct(pb.metadata);
   return out;
 }

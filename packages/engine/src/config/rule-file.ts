@@ -41,10 +41,13 @@ export interface RateLimitSpec {
 export interface DescriptorSpec {
   readonly key: string;
   readonly value: string;
-  /** Extension: match the value by CIDR block (`cidr:` in place of `value:`); undefined when absent. */
-  readonly cidr?: string | undefined;
-  /** Extension: match the value by prefix (`prefix:` in place of `value:`); undefined when absent. */
-  readonly prefix?: string | undefined;
+  /**
+   * Extension: match the value by CIDR block (`cidr:` in place of `value:`), or by any block of a
+   * list (`cidr: [a, b, ...]`: one rule for all of them); undefined when absent.
+   */
+  readonly cidr?: string | readonly string[] | undefined;
+  /** Extension: match the value by prefix (`prefix:` in place of `value:`), or by any prefix of a list; undefined when absent. */
+  readonly prefix?: string | readonly string[] | undefined;
   readonly rateLimit: RateLimitSpec | undefined;
   /** Extension: several limits on one descriptor (`rate_limits:`, instead of `rate_limit:`); undefined when absent. */
   readonly rateLimits?: readonly RateLimitSpec[] | undefined;
@@ -131,6 +134,8 @@ function checkMap(m: YMap, topLevel = false): void {
     if (key.text === 'metadata') continue;
     // A non-integer burst or unit_multiplier is reported by the rule builder, naming the descriptor.
     if ((key.text === 'burst' || key.text === 'unit_multiplier') && value.kind === 'scalar') continue;
+    // A list of blocks or prefixes (scalars) is checked by its own decoder (matchList).
+    if ((key.text === 'cidr' || key.text === 'prefix') && value.kind === 'seq') continue;
     checkValue(value);
   }
 }
@@ -171,6 +176,18 @@ function unmarshalError(n: YNode, into: string, hint = ''): RuleFileError {
 /** The node, or undefined when the field is absent or null (both mean "not set" to yaml.v2). */
 function present(n: YNode | undefined): YNode | undefined {
   return n === undefined || (n.kind === 'scalar' && n.type === 'null') ? undefined : n;
+}
+
+/** `cidr:` / `prefix:`: one text, or a list of them (docs: "Lists of blocks and prefixes"). */
+function matchList(n: YNode, name: 'cidr' | 'prefix'): string | readonly string[] {
+  if (n.kind !== 'seq') return stringField(n);
+  if (n.items.length === 0) throw new RuleFileError(`config error, '${name}' is an empty list (line ${n.line})`);
+  return n.items.map((item) => {
+    if (item.kind !== 'scalar' || item.type === 'null') {
+      throw new RuleFileError(`config error, every entry of a '${name}' list is a ${name === 'cidr' ? 'block' : 'prefix'} (line ${item.line})`);
+    }
+    return item.text;
+  });
 }
 
 function stringField(raw: YNode | undefined): string {
@@ -254,8 +271,8 @@ function descriptor(m: YMap): DescriptorSpec {
   return {
     key: stringField(field(m, 'key')),
     value: stringField(value),
-    ...(cidr !== undefined ? { cidr: stringField(cidr) } : {}),
-    ...(prefix !== undefined ? { prefix: stringField(prefix) } : {}),
+    ...(cidr !== undefined ? { cidr: matchList(cidr, 'cidr') } : {}),
+    ...(prefix !== undefined ? { prefix: matchList(prefix, 'prefix') } : {}),
     rateLimit,
     ...(rateLimits !== undefined ? { rateLimits } : {}),
     descriptors: descriptorList(field(m, 'descriptors')),

@@ -6,7 +6,7 @@ import type { Algorithm } from '../store/counter-store.js';
 import { StatsStore, type Counter } from '../stats/stats-store.js';
 import { decodeRuleDocument, RuleFileError, type DescriptorSpec, type DomainSpec, type RateLimitSpec } from './rule-file.js';
 import { RuleStatsCache, type RuleStats } from './rule-stats.js';
-import { parseCidr } from './ip-address.js';
+import { parseCidr, type Cidr } from './ip-address.js';
 import { DomainNode, emissionMicros, keyTailOf, mayBeStructuredValue, NO_REPLACES, policyParamsOf, RateLimitRule, RuleInterner, RuleNode, type Limit, type LimitMatch } from './rule-tree.js';
 import { parseUnitName, unitDivider, unitName } from '../units.js';
 import { ValueIndex } from './value-index.js';
@@ -543,20 +543,33 @@ function addDescriptors(
     const valueMatch = d.cidr !== undefined ? 'cidr' : d.prefix !== undefined ? 'prefix' : undefined;
     const key = shared.text(d.key);
     let value = shared.text(d.value);
-    let cidr: ReturnType<typeof parseCidr> | undefined;
+    // The blocks (or prefixes) the rule matches by: one, or a list's (one rule for all of them).
+    let blocks: Cidr[] | undefined;
+    let prefixes: readonly string[] | undefined;
     if (valueMatch !== undefined) {
       // Extension (docs/ratelimit.md, "Matching by CIDR and prefix"); xDS can carry value and cidr together.
       const where = at(parentPath + d.key);
       if (d.value !== '') fail(`a descriptor matches by one of value, cidr or prefix, not value and ${valueMatch}` + where);
       if (d.cidr !== undefined && d.prefix !== undefined) fail('a descriptor matches by one of value, cidr or prefix, not cidr and prefix' + where);
+      const list = typeof d.cidr === 'string' || typeof d.prefix === 'string' ? undefined : (d.cidr ?? d.prefix)!;
+      const entry = (i: number): string => (list === undefined ? '' : `${valueMatch} list entry #${i + 1}: `);
       if (d.cidr !== undefined) {
-        cidr = parseCidr(d.cidr);
-        if (typeof cidr === 'string') fail(cidr + where);
-        value = cidr.text;
+        const texts = typeof d.cidr === 'string' ? [d.cidr] : d.cidr;
+        blocks = texts.map((text, i) => {
+          const cidr = parseCidr(text);
+          if (typeof cidr === 'string') return fail(entry(i) + cidr + where);
+          return cidr;
+        });
+        value = blocks[0]!.text;
       } else {
-        if (d.prefix === '') fail("prefix must not be empty (a descriptor without value matches every value)" + where);
-        value = [d.prefix!, '*'].join('');
+        prefixes = typeof d.prefix === 'string' ? [d.prefix] : d.prefix!;
+        prefixes.forEach((p, i) => {
+          if (p === '') fail(entry(i) + 'prefix must not be empty (a descriptor without value matches every value)' + where);
+        });
+        value = [prefixes[0]!, '*'].join('');
       }
+      // A list is named by its first entry and how many follow: `10.0.0.0/8+2` (docs: lists).
+      if (list !== undefined && list.length > 1) value = [value, '+', String(list.length - 1)].join('');
     }
     // Kept by the rule: built by joining, so each is one flat string (not a chain of concatenations).
     const composite = value === '' ? key : [key, value].join('_');
@@ -598,9 +611,22 @@ function addDescriptors(
       parent.addChild(node);
     } else {
       const byKey = parent.addStructured(node, newIndex);
-      // Distinct composites are distinct blocks and prefixes (the composite holds the canonical text).
-      if (cidr !== undefined && typeof cidr !== 'string') byKey.addCidr(cidr, node);
-      else byKey.addPrefix(d.prefix!, node);
+      // A block or prefix is in one rule of a key at one level: written twice (in one list, or in two
+      // rules) it is refused, naming the rule that has it already.
+      const mine = new Set<string>();
+      const twice = (text: string): never =>
+        fail(`${valueMatch} ${text} is written twice under key '${d.key}' (${mine.has(text) ? 'in this list' : 'by another rule of this level'})` + at(path));
+      if (blocks !== undefined) {
+        for (const b of blocks) {
+          if (!byKey.addCidr(b, node)) twice(b.text);
+          if (blocks.length > 1) mine.add(b.text);
+        }
+      } else {
+        for (const p of prefixes!) {
+          if (!byKey.addPrefix(p, node)) twice(JSON.stringify(p));
+          if (prefixes!.length > 1) mine.add(JSON.stringify(p));
+        }
+      }
     }
   });
 

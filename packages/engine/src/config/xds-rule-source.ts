@@ -2,7 +2,8 @@
 // Each resource is one rule source named after the resource, so errors read like a file's:
 // `<resource name>: <problem>`. The xDS schema has no value_to_metric and no share_threshold; it
 // carries our extensions in RateLimitPolicy fields 1000 (algorithm), 1001 (burst) and 1002
-// (unit_multiplier), RateLimitDescriptor fields 1003 (rate_limits), 1004 (cidr), 1005 (prefix), and
+// (unit_multiplier), RateLimitDescriptor fields 1003 (rate_limits), 1004 (cidr), 1005 (prefix), 1008
+// (cidrs) and 1009 (prefixes), and
 // the RLQS quota rules in RateLimitConfig fields 1006 (quota_buckets) and 1007 (default_quota).
 import type { QuotaRuleMsg, RateLimitConfigDescriptorMsg, RateLimitConfigMsg, RateLimitPolicyMsg } from '@rls/rls-proto';
 import { ConfigError } from '../errors.js';
@@ -27,14 +28,23 @@ function policySpec(rl: RateLimitPolicyMsg): RateLimitSpec {
   };
 }
 
+/** `cidr`/`cidrs` (or `prefix`/`prefixes`) as the descriptor spec's one field: a text or a list. */
+function matchField(key: string, name: 'cidr' | 'prefix', one: string | undefined, list: readonly string[] | undefined): { cidr?: string | readonly string[] } | { prefix?: string | readonly string[] } {
+  const many = list !== undefined && list.length > 0 ? list : undefined;
+  if (one !== undefined && many !== undefined) throw new RuleFileError(`descriptor '${key}' sets both ${name} and ${name === 'cidr' ? 'cidrs' : 'prefixes'}: one text or one list`);
+  const value = many ?? one;
+  return value === undefined ? {} : { [name]: value };
+}
+
 function descriptorSpec(d: RateLimitConfigDescriptorMsg): DescriptorSpec {
   const rl = d.rateLimit;
   return {
     key: d.key,
     value: d.value,
-    // RateLimitDescriptor's extension fields 1003-1005: rate_limits, cidr, prefix.
-    ...(d.cidr !== undefined ? { cidr: d.cidr } : {}),
-    ...(d.prefix !== undefined ? { prefix: d.prefix } : {}),
+    // RateLimitDescriptor's extension fields 1003-1005 and 1008-1009: rate_limits, cidr, prefix,
+    // cidrs, prefixes (a single text and a list together are refused).
+    ...matchField(d.key, 'cidr', d.cidr, d.cidrs),
+    ...matchField(d.key, 'prefix', d.prefix, d.prefixes),
     rateLimit: rl === undefined ? undefined : policySpec(rl),
     ...(d.rateLimits !== undefined && d.rateLimits.length > 0 ? { rateLimits: d.rateLimits.map(policySpec) } : {}),
     descriptors: d.descriptors.map(descriptorSpec),
@@ -103,13 +113,15 @@ export function loadXdsRuleSet(resources: readonly RateLimitConfigMsg[], opts: L
   return loadRuleSetFromSpecs(
     resources.map((r) => {
       let quota: QuotaDocumentSpec | undefined;
+      let spec: DomainSpec;
       try {
         quota = quotaSpecOf(r);
+        spec = domainSpecOf(r);
       } catch (err) {
         if (err instanceof RuleFileError) throw new ConfigError(`${r.name}: ${err.message}`);
         throw err;
       }
-      return { name: r.name, spec: domainSpecOf(r), quota };
+      return { name: r.name, spec, quota };
     }),
     opts,
   );

@@ -158,7 +158,55 @@ descriptors:
     }
   });
 
-  test('xDS: RateLimitDescriptor.cidr (1004) and .prefix (1005)', () => {
+  test('lists: `cidr: [..]` and `prefix: [..]` are one rule, named by the first entry and how many follow', () => {
+    const rs = load(`domain: d
+descriptors:
+  - key: ip
+    cidr: [192.0.2.0/24, "2001:db8::/32", 198.51.100.0/24, 10.0.0.0/8]
+    rate_limit: {unit: second, requests_per_unit: 0, name: deny}
+  - {key: ip, cidr: 10.1.0.0/16, rate_limit: {unit: second, requests_per_unit: 5, name: inner}}
+  - {key: ip, cidr: [203.0.113.0/24], rate_limit: {unit: second, requests_per_unit: 7, name: one}}
+  - {key: team, prefix: [team-, crew-], share_threshold: true, rate_limit: {unit: minute, requests_per_unit: 60, name: teams}}
+  - {key: ip, rate_limit: {unit: second, requests_per_unit: 100, name: others}}
+`);
+    for (const [value, want] of [['192.0.2.9', 'deny'], ['2001:db8::7', 'deny'], ['198.51.100.1', 'deny'], ['10.200.0.1', 'deny'], ['10.1.2.3', 'inner'], ['203.0.113.4', 'one'], ['8.8.8.8', 'others']] as const) {
+      assert.equal(nameOf(rs, value, 'ip'), want, value);
+    }
+    assert.equal(nameOf(rs, 'crew-x', 'team'), 'teams');
+    assert.equal(nameOf(rs, 'team-y', 'team'), 'teams');
+    const m = rs.getLimit('d', { entries: [{ key: 'ip', value: '2001:db8::7' }] })!;
+    assert.equal(m.stats.key, 'd.ip_192.0.2.0/24+3', 'every block of the list counts in one set of statistics');
+    assert.equal(m.sharePatterns, undefined, 'each address counts on its own');
+    const one = rs.getLimit('d', { entries: [{ key: 'ip', value: '203.0.113.4' }] })!;
+    assert.equal(one.stats.key, 'd.ip_203.0.113.0/24', 'a list of one is the block itself');
+    const team = rs.getLimit('d', { entries: [{ key: 'team', value: 'crew-x' }] })!;
+    assert.deepEqual(team.sharePatterns, ['team-*+1'], 'share_threshold: the whole list shares one counter');
+    assert.equal(rs.dump().split('\n').filter((l) => l.startsWith('d.ip_192.0.2.0/24+3: unit=SECOND requests_per_unit=0')).length, 1);
+  });
+
+  test('lists: refusals name the entry and the descriptor', () => {
+    const fail = (body: string, more = ''): string => {
+      try {
+        load(`domain: d\ndescriptors:\n  - key: k\n    ${body}\n    rate_limit: {unit: second, requests_per_unit: 1}\n${more}`);
+      } catch (err) {
+        assert.ok(err instanceof ConfigError);
+        return err.message;
+      }
+      return assert.fail('expected a refusal');
+    };
+    assert.equal(fail('cidr: []'), "cidr.yaml: config error, 'cidr' is an empty list (line 4)");
+    assert.equal(fail('prefix: [a, {b: c}]'), "cidr.yaml: config error, every entry of a 'prefix' list is a prefix (line 4)");
+    assert.equal(fail('cidr: [10.0.0.0/8, 10.0.0.1/16]'), "cidr.yaml: cidr list entry #2: cidr '10.0.0.1/16' has host bits set; the block is 10.0.0.0/16 (descriptor 'd.k', line 3)");
+    assert.equal(fail('prefix: [a, ""]'), "cidr.yaml: prefix list entry #2: prefix must not be empty (a descriptor without value matches every value) (descriptor 'd.k', line 3)");
+    assert.equal(fail('cidr: [10.0.0.0/8, 192.0.2.0/24, "::ffff:10.0.0.0/104"]'), "cidr.yaml: cidr 10.0.0.0/8 is written twice under key 'k' (in this list) (descriptor 'd.k_10.0.0.0/8+2', line 3)");
+    assert.equal(
+      fail('cidr: [10.0.0.0/8, 192.0.2.0/24]', '  - {key: k, cidr: 192.0.2.0/24}\n'),
+      "cidr.yaml: cidr 192.0.2.0/24 is written twice under key 'k' (by another rule of this level) (descriptor 'd.k_192.0.2.0/24', line 6)",
+    );
+    assert.equal(fail('prefix: [a, b]', '  - {key: k, prefix: [c, b]}\n'), `cidr.yaml: prefix "b" is written twice under key 'k' (by another rule of this level) (descriptor 'd.k_c*+1', line 6)`);
+  });
+
+  test('xDS: RateLimitDescriptor.cidr (1004), .prefix (1005), .cidrs (1008), .prefixes (1009)', () => {
     const d = (extra: object) => ({ key: 'k', value: '', descriptors: [], shadowMode: false, detailedMetric: false, quotaMode: false, rateLimit: { unit: 'SECOND', requestsPerUnit: 1, unlimited: false, name: JSON.stringify(extra), replaces: [] }, ...extra });
     const msg = { name: 'res', domain: 'd', descriptors: [d({ cidr: '10.0.0.0/8' }), d({ prefix: 'team-' })] };
     const decoded = decodeRateLimitConfig(encodeRateLimitConfig(msg));
@@ -167,6 +215,15 @@ descriptors:
     assert.equal(nameOf(rs, '10.2.3.4', 'k'), '{"cidr":"10.0.0.0/8"}');
     assert.equal(nameOf(rs, 'team-x', 'k'), '{"prefix":"team-"}');
     assert.throws(() => loadXdsRuleSet([{ ...msg, descriptors: [d({ cidr: '10.0.0.0/8', value: 'v' })] }], { mergeDomainConfig: false }), /res: a descriptor matches by one of value, cidr or prefix, not value and cidr \(descriptor 'd\.k'\)/);
+    // Lists: RateLimitDescriptor.cidrs (1008) and .prefixes (1009), one rule each.
+    const lists = { name: 'res', domain: 'd', descriptors: [d({ cidrs: ['10.0.0.0/8', '192.0.2.0/24'] }), d({ prefixes: ['team-', 'crew-'] })] };
+    const decodedLists = decodeRateLimitConfig(encodeRateLimitConfig(lists));
+    assert.deepEqual(decodedLists, lists);
+    const ls = loadXdsRuleSet([decodedLists], { mergeDomainConfig: false });
+    assert.equal(nameOf(ls, '192.0.2.1', 'k'), '{"cidrs":["10.0.0.0/8","192.0.2.0/24"]}');
+    assert.equal(nameOf(ls, 'crew-1', 'k'), '{"prefixes":["team-","crew-"]}');
+    assert.equal(ls.getLimit('d', { entries: [{ key: 'k', value: '10.9.9.9' }] })!.stats.key, 'd.k_10.0.0.0/8+1');
+    assert.throws(() => loadXdsRuleSet([{ ...msg, descriptors: [d({ cidr: '10.0.0.0/8', cidrs: ['192.0.2.0/24'] })] }], { mergeDomainConfig: false }), /res: descriptor 'k' sets both cidr and cidrs: one text or one list/);
   });
 });
 
@@ -266,6 +323,35 @@ describe('property: the index picks what a linear scan picks', () => {
         },
       ),
       fcOptions(300),
+    );
+  });
+
+  test('CIDR lists: random blocks dealt into `cidr: [..]` lists pick the list of the block a linear scan picks', () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.tuple(ruleArb, fc.integer({ min: 0, max: 4 })), { minLength: 1, maxLength: 40, selector: ([r]) => `${r.v6}/${r.n}/${r.bits}` }),
+        fc.array(fc.tuple(fc.nat(), fc.bigInt({ min: 0n, max: 2n ** 128n - 1n }), fc.nat()), { minLength: 1, maxLength: 30 }),
+        (dealt, probes) => {
+          const rules = dealt.map(([r]) => r);
+          const lists = new Map<number, string[]>();
+          for (const [r, group] of dealt) {
+            const text = `${r.v6 ? v6Text(r.n, 0) : v4Text(r.n)}/${r.bits}`;
+            lists.set(group, [...(lists.get(group) ?? []), JSON.stringify(text)]);
+          }
+          const yaml = ['domain: d', 'descriptors:'];
+          for (const [group, texts] of lists) yaml.push(`  - {key: ip, cidr: [${texts.join(', ')}], rate_limit: {unit: second, requests_per_unit: 1, name: g${group}}}`);
+          const rs = load(yaml.join('\n') + '\n');
+          for (const [pick, noise, form] of probes) {
+            const base = rules[pick % rules.length]!;
+            const width = base.v6 ? 128 : 32;
+            const n = (base.n | (noise & ~maskOf(base.bits, width))) & (width === 32 ? 0xffffffffn : 2n ** 128n - 1n);
+            const text = base.v6 ? v6Text(n, form) : v4Text(n);
+            const want = referenceBest(rules, { v6: base.v6, n });
+            assert.equal(nameOf(rs, text, 'ip') ?? '', want < 0 ? '' : `g${dealt[want]![1]}`, text);
+          }
+        },
+      ),
+      fcOptions(200),
     );
   });
 

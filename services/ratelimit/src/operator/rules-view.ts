@@ -159,6 +159,13 @@ function quotaViews(q: QuotaDocumentSpec, budget: Budget): QuotaBucketView[] {
   return out;
 }
 
+/** A `cidr:`/`prefix:` value for the page: the text, or a list's first three entries and how many more. */
+function matchText(m: string | readonly string[]): string {
+  if (typeof m === 'string') return m;
+  const shown = m.slice(0, 3).join(', ');
+  return m.length > 3 ? `[${shown}, … ${m.length - 3} more]` : `[${shown}]`;
+}
+
 function descriptorViews(list: readonly DescriptorSpec[], budget: Budget): DescriptorView[] {
   const out: DescriptorView[] = [];
   for (const d of list) {
@@ -170,7 +177,7 @@ function descriptorViews(list: readonly DescriptorSpec[], budget: Budget): Descr
     const limits = d.rateLimits?.slice(0, 16).map((rl) => rateLimitView(rl)!);
     const limit = limits?.[0] ?? rateLimitView(d.rateLimit);
     if (limit !== undefined) budget.rules += 1;
-    const value = d.cidr !== undefined ? `cidr:${d.cidr}` : d.prefix !== undefined ? `prefix:${d.prefix}` : d.value;
+    const value = d.cidr !== undefined ? `cidr:${matchText(d.cidr)}` : d.prefix !== undefined ? `prefix:${matchText(d.prefix)}` : d.value;
     out.push({
       key: displayText(d.key),
       value: displayText(value),

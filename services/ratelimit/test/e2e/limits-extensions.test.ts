@@ -18,6 +18,7 @@ descriptors:
     rate_limit: { unit: minute, unit_multiplier: 5, requests_per_unit: 2 }
   - { key: ip, cidr: 10.20.0.0/16, rate_limit: { unlimited: true } }
   - { key: ip, cidr: "2001:db8:bad::/48", share_threshold: true, rate_limit: { unit: second, requests_per_unit: 0 } }
+  - { key: ip, cidr: [198.51.100.0/24, "2001:db8:feed::/48", 203.0.113.0/25], share_threshold: true, rate_limit: { unit: second, requests_per_unit: 0, name: denylist } }
   - { key: ip, rate_limit: { unit: hour, requests_per_unit: 100 } }
   - { key: team, prefix: "team-", rate_limit: { unit: hour, requests_per_unit: 50, name: teams } }
   - { key: team, prefix: "team-batch-", rate_limit: { unit: hour, requests_per_unit: 5, name: batch } }
@@ -129,7 +130,7 @@ describe('rule extensions through the real process on Redis', () => {
     assert.equal(((await postJson(svc.httpUrl, one('report', 'q1'))).json as JsonAnswer).overallCode, 'OVER_LIMIT');
   });
 
-  test('CIDR allow and deny lists over gRPC and /json; the deny block shares one counter; prefixes by longest match', async () => {
+  test('CIDR allow and deny lists over gRPC and /json; a deny block and a deny list (cidr: [..]) each share one counter; prefixes by longest match', async () => {
     for (let i = 0; i < 5; i++) {
       const res = await client.shouldRateLimit(one('ip', '10.20.3.4'));
       assert.equal(res.overallCode, RlsCode.OK);
@@ -141,6 +142,16 @@ describe('rule extensions through the real process on Redis', () => {
     const denied2 = await client.shouldRateLimit(one('ip', '2001:DB8:BAD::1'));
     assert.equal(denied2.overallCode, RlsCode.OVER_LIMIT);
     assert.equal(((await redis.call('KEYS', 'ext_ip_2001:db8:bad::/48_*')) as string[]).length, 1, 'one key for the whole block');
+    // A list is one rule: every block of it denied, one counter and one set of statistics for all.
+    const listed = await postJson(svc.httpUrl, one('ip', '203.0.113.100'));
+    assert.equal(listed.status, 429);
+    assert.equal((listed.json as JsonAnswer).statuses[0]!.currentLimit?.name, 'denylist');
+    for (const ip of ['198.51.100.7', '2001:db8:feed:2::1']) assert.equal((await client.shouldRateLimit(one('ip', ip))).overallCode, RlsCode.OVER_LIMIT, ip);
+    assert.equal((await client.shouldRateLimit(one('ip', '203.0.113.200'))).overallCode, RlsCode.OK, 'outside the /25');
+    assert.equal(((await redis.call('KEYS', 'ext_ip_198.51.100.0/24+2_*')) as string[]).length, 1, 'one key for the whole list');
+    const stats = await (await fetch(`${svc.debugUrl}/stats`)).text();
+    // (statistics names have upstream's '.' -> '_' in descriptor values)
+    assert.match(stats, /^ratelimit\.service\.rate_limit\.ext\.ip_198_51_100_0\/24\+2\.total_hits: 3$/m);
     const other = await client.shouldRateLimit(one('ip', '192.0.2.1'));
     assert.deepEqual([other.overallCode, other.statuses[0]!.currentLimit?.requestsPerUnit], [RlsCode.OK, 100]);
     const batch = await client.shouldRateLimit(one('team', 'team-batch-7'));

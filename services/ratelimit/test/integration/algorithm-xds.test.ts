@@ -60,7 +60,7 @@ describe('algorithm extension over xDS', () => {
   });
 });
 
-describe('rule extensions of issue 25 over xDS (RateLimitPolicy.unit_multiplier 1002; RateLimitDescriptor.rate_limits 1003, cidr 1004, prefix 1005)', () => {
+describe('rule extensions of issue 25 over xDS (RateLimitPolicy.unit_multiplier 1002; RateLimitDescriptor.rate_limits 1003, cidr 1004, prefix 1005, cidrs 1008, prefixes 1009)', () => {
   let server: XdsManagementServer;
   before(async () => {
     server = await startXdsServer({ protoDir: PROTO_DIR });
@@ -81,6 +81,8 @@ describe('rule extensions of issue 25 over xDS (RateLimitPolicy.unit_multiplier 
           { ...base, key: 'ip', cidr: '10.0.0.0/8', rateLimit: { ...policy('UNKNOWN', 0), unlimited: true } },
           { ...base, key: 'ip', rateLimit: policy('HOUR', 1) },
           { ...base, key: 'team', prefix: 'team-', rateLimit: policy('HOUR', 1, { name: 'teams' }) },
+          { ...base, key: 'team', prefixes: ['crew-', 'squad-'], rateLimit: policy('HOUR', 1, { name: 'crews' }) },
+          { ...base, key: 'ip', cidrs: ['192.0.2.0/24', '2001:db8::/32'], rateLimit: policy('SECOND', 0, { name: 'denied' }) },
         ]),
       ),
     ]);
@@ -93,9 +95,15 @@ describe('rule extensions of issue 25 over xDS (RateLimitPolicy.unit_multiplier 
       assert.deepEqual(codes, [Code.OK, Code.OK, Code.OVER_LIMIT]);
       assert.match(app.service.currentRuleSet()?.dump() ?? '', /^ext\.api_key\.1: unit=DAY requests_per_unit=100, shadow_mode: false, quota_mode: false, unit_multiplier: 7$/m);
       for (let i = 0; i < 3; i++) assert.equal((await app.service.shouldRateLimit(request('ext', 'ip', '10.1.2.3'))).overallCode, Code.OK, 'allowed block');
-      assert.equal((await app.service.shouldRateLimit(request('ext', 'ip', '192.0.2.1'))).overallCode, Code.OK);
-      assert.equal((await app.service.shouldRateLimit(request('ext', 'ip', '192.0.2.1'))).overallCode, Code.OVER_LIMIT);
+      assert.equal((await app.service.shouldRateLimit(request('ext', 'ip', '198.51.100.1'))).overallCode, Code.OK);
+      assert.equal((await app.service.shouldRateLimit(request('ext', 'ip', '198.51.100.1'))).overallCode, Code.OVER_LIMIT);
+      for (const ip of ['192.0.2.1', '2001:db8::1']) {
+        const res = await app.service.shouldRateLimit(request('ext', 'ip', ip));
+        assert.deepEqual([res.overallCode, res.statuses[0]!.currentLimit?.name], [Code.OVER_LIMIT, 'denied'], `${ip}: in the cidrs list`);
+      }
+      assert.match(app.service.currentRuleSet()?.dump() ?? '', /^ext\.ip_192\.0\.2\.0\/24\+1: unit=SECOND requests_per_unit=0/m);
       assert.equal((await app.service.shouldRateLimit(request('ext', 'team', 'team-red'))).statuses[0]!.currentLimit?.name, 'teams');
+      assert.equal((await app.service.shouldRateLimit(request('ext', 'team', 'squad-7'))).statuses[0]!.currentLimit?.name, 'crews');
 
       const mark = server.requests.length;
       const nonce = server.pushRaw('v2', [packRateLimitConfig(config([{ ...base, key: 'ip', cidr: '10.0.0.1/8', rateLimit: policy('HOUR', 1) }]))]);

@@ -32,6 +32,9 @@ const SECOND = `domain: other
 descriptors:
   - key: k
     rate_limit: { unit: second, requests_per_unit: 5 }
+  - key: ip
+    cidr: [10.0.0.0/8, 192.0.2.0/24, 198.51.100.0/24, "2001:db8::/32"]
+    rate_limit: { unit: second, requests_per_unit: 0 }
 `;
 
 interface Fixture {
@@ -139,10 +142,12 @@ describe('operator page JSON', () => {
     assert.equal(team.children[0]!.key, 'user');
     assert.equal(team.children[0]!.limit!.name, 'per-user');
     assert.equal(ops.descriptors[2]!.limit!.unlimited, true);
-    assert.equal(body.descriptorCount, 5);
+    const other = body.domains.find((d) => d.domain === 'other')!;
+    assert.equal(other.descriptors[1]!.value, 'cidr:[10.0.0.0/8, 192.0.2.0/24, 198.51.100.0/24, … 1 more]', 'a list: its first entries and how many more');
+    assert.equal(body.descriptorCount, 6);
     assert.equal(body.truncated, false);
     assert.equal(body.reloads[0]!.ok, true);
-    assert.equal(body.reloads[0]!.rules, 4);
+    assert.equal(body.reloads[0]!.rules, 5);
   });
 
   test('rules: an unchanged generation answers 304 to If-None-Match', async () => {

@@ -108,17 +108,18 @@ test('the algorithm example rules are valid', () => {
   assert.ok(r.out.includes('  algorithms.remote_address.path_/login: 5/MINUTE algorithm=token_bucket burst=5'));
 });
 
-test('the extension examples (rate_limits, unit_multiplier, cidr, prefix) check out, one summary line per limit', () => {
+test('the extension examples (rate_limits, unit_multiplier, cidr, prefix, a cidr list) check out, one summary line per limit', () => {
   const dir = new URL('../../../../examples/ratelimit/limits', import.meta.url).pathname;
   const r = run(['-config_dir', dir]);
   assert.equal(r.code, 0, r.err.join('\n'));
-  assert.match(r.out.join('\n'), /1 domain\(s\), 8 rule\(s\) with a limit/);
+  assert.match(r.out.join('\n'), /1 domain\(s\), 9 rule\(s\) with a limit/);
   for (const line of [
     '  limits.api_key.per_second: 10/SECOND name=per_second',
     '  limits.api_key.per_day: 1000/DAY name=per_day',
     '  limits.report: 20/5 × MINUTE',
     '  limits.remote_address_10.20.0.0/16: unlimited',
     '  limits.remote_address_2001:db8:bad::/48: 0/SECOND',
+    '  limits.remote_address_192.0.2.0/24+2: 0/SECOND',
     '  limits.team_team-batch-*: 100/6 × HOUR',
   ]) {
     assert.ok(r.out.includes(line), `${line}\n${r.out.join('\n')}`);
