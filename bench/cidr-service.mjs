@@ -1,7 +1,8 @@
 // Matching by CIDR through the service (issue 25's "CIDR matching with 100,000 entries vs none",
 // target ≥ 0.9×): two ratelimit processes on the memory store (WORKERS=1), one with a value-less
 // `remote_address` rule only (`none`), one with the same rule beside 100,000 `cidr:` rules (the
-// workload of bench/cidr-match.mjs), take turns for ROUNDS rounds under the same gRPC load. Each
+// workload of bench/cidr-match.mjs), and one with the same blocks as one rule (`cidr: [...]`, `list`),
+// take turns for ROUNDS rounds under the same gRPC load. Each
 // request names one address of a fixed pool of 4,096 (half inside some block), so the server matches
 // a different address every call (h2load would send one body). The figure is decisions per second of
 // the server's CPU time (the load client runs beside it on the same cores, so wall throughput says
@@ -26,11 +27,11 @@ const dir = tmp('bench-cidr-');
 const bodiesFile = join(dir, 'bodies.json');
 writeFileSync(bodiesFile, JSON.stringify(pool.map((value) => grpcFrame(encodeRateLimitRequest({ domain: 'bench', descriptors: [{ entries: [{ key: 'remote_address', value }] }], hitsAddend: 0 })).toString('base64'))));
 
-async function server(name, cidrs) {
+async function server(name, cidrs, list = false) {
   const port = await freePort();
   const t0 = Date.now();
   const s = start(process.execPath, [`${repoRoot}services/ratelimit/bin/ratelimit.js`], {
-    ...rulesEnv(rulesYaml(cidrs)),
+    ...rulesEnv(rulesYaml(cidrs, { list })),
     GRPC_HOST: '127.0.0.1', GRPC_PORT: String(port), HOST: '127.0.0.1', PORT: String(await freePort()), DEBUG_HOST: '127.0.0.1', DEBUG_PORT: String(await freePort()),
     BACKEND_TYPE: 'memory', LOG_LEVEL: 'error', USE_STATS_PUSH: 'false', USE_PROMETHEUS: 'false', WORKERS: '1', RUNTIME_WATCH_ROOT: 'false',
   });
@@ -60,7 +61,7 @@ async function measure(s) {
   s.wall.push(r.ok / SECONDS);
 }
 
-const servers = [await server('none', []), await server('100000', big)];
+const servers = [await server('none', []), await server('100000', big), await server('list', big, true)];
 for (const s of servers) await load(s.port, 2000); // warm-up: JIT and counters
 for (let r = 0; r < ROUNDS; r++) for (const s of servers) await measure(s);
 for (const s of servers) await s.stop();
@@ -74,6 +75,8 @@ console.log(`\nCIDR matching through the service (gRPC, memory store, WORKERS=1)
 console.log('| rules | decisions per server CPU-second (median) | per round | decisions per wall second (median) | start-up s |');
 console.log('|---|---|---|---|---|');
 for (const s of servers) console.log(`| ${s.name} | ${fmt(median(s.cpu))} | ${s.cpu.map((x) => fmt(x)).join(' ')} | ${fmt(median(s.wall))} | ${fmt(s.startS, 1)} |`);
-const ratios = servers[1].cpu.map((x, i) => x / servers[0].cpu[i]);
-console.log(`\n100000 vs none: ${fmt(median(ratios), 2)}× per server CPU-second (median of per-round ratios ${ratios.map((x) => fmt(x, 2)).join(', ')}; target ≥ 0.9×)`);
+for (const s of servers.slice(1)) {
+  const ratios = s.cpu.map((x, i) => x / servers[0].cpu[i]);
+  console.log(`${s.name === 'list' ? '\nlist (one rule) vs none' : '\n100000 vs none'}: ${fmt(median(ratios), 2)}× per server CPU-second (median of per-round ratios ${ratios.map((x) => fmt(x, 2)).join(', ')}; target ≥ 0.9×)`);
+}
 process.exit(0);

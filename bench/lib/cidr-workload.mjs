@@ -1,6 +1,7 @@
 // The CIDR workload shared by bench/cidr-match.mjs (in process) and bench/cidr-service.mjs (through the
 // service): a fixed-seed set of random cidr: blocks (IPv4 /16 to /32, a quarter IPv6 /48 to /64),
-// the rule file with one rule per block beside a value-less remote_address rule, and a fixed pool of
+// the rule file with one rule per block (or one rule listing them all) beside a value-less
+// remote_address rule, and a fixed pool of
 // addresses (half inside some block when there are blocks, half random; a quarter IPv6).
 export const POOL = 4096;
 
@@ -45,9 +46,15 @@ export function blocks(count) {
   return out;
 }
 
-export function rulesYaml(cidrs) {
+/** The rule file: one rule per block, or (`list`) one rule whose `cidr:` lists every block. */
+export function rulesYaml(cidrs, { list = false } = {}) {
   const lines = ['domain: bench', 'descriptors:', '  - {key: remote_address, rate_limit: {unit: hour, requests_per_unit: 4000000000}}'];
-  for (const c of cidrs) lines.push(`  - {key: remote_address, cidr: "${c}", rate_limit: {unit: hour, requests_per_unit: 4000000000}}`);
+  if (list && cidrs.length > 0) {
+    lines.push('  - key: remote_address', '    rate_limit: {unit: hour, requests_per_unit: 4000000000}', '    cidr:');
+    for (const c of cidrs) lines.push(`      - "${c}"`);
+  } else {
+    for (const c of cidrs) lines.push(`  - {key: remote_address, cidr: "${c}", rate_limit: {unit: hour, requests_per_unit: 4000000000}}`);
+  }
   return lines.join('\n') + '\n';
 }
 
