@@ -13,6 +13,17 @@ import { decodeRateLimitConfig, encodeRateLimitConfig } from '@rls/rls-proto';
 const load = (yaml: string) => loadRuleSet([{ name: 'cidr.yaml', content: yaml }], { mergeDomainConfig: false });
 const nameOf = (rs: ReturnType<typeof load>, value: string, key = 'remote_address'): string | undefined => rs.getLimit('d', { entries: [{ key, value }] })?.limit.name;
 
+/** The refusal of a rule file whose one descriptor (key k, line 3) has `body`, followed by `more`. */
+function refusal(body: string, more = ''): string {
+  try {
+    load(`domain: d\ndescriptors:\n  - key: k\n    ${body}\n    rate_limit: {unit: second, requests_per_unit: 1}\n${more}`);
+  } catch (err) {
+    assert.ok(err instanceof ConfigError);
+    return err.message;
+  }
+  return assert.fail('expected a refusal');
+}
+
 describe('address text', () => {
   test('IPv4: four decimal parts of 0-255, no leading zeros, nothing else', () => {
     assert.equal(parseIpv4('10.1.2.3'), 0x0a010203);
@@ -127,15 +138,7 @@ descriptors:
   });
 
   test('refusals', () => {
-    const fail = (body: string): string => {
-      try {
-        load(`domain: d\ndescriptors:\n  - key: k\n    ${body}\n    rate_limit: {unit: second, requests_per_unit: 1}\n`);
-      } catch (err) {
-        assert.ok(err instanceof ConfigError);
-        return err.message;
-      }
-      return assert.fail('expected a refusal');
-    };
+    const fail = refusal;
     assert.equal(fail('cidr: 10.0.0.1/8'), "cidr.yaml: cidr '10.0.0.1/8' has host bits set; the block is 10.0.0.0/8 (descriptor 'd.k', line 3)");
     assert.equal(fail('cidr: nonsense'), "cidr.yaml: cidr 'nonsense' needs a prefix length (e.g. 10.0.0.0/8, 2001:db8::/32) (descriptor 'd.k', line 3)");
     assert.equal(fail('prefix: ""'), "cidr.yaml: prefix must not be empty (a descriptor without value matches every value) (descriptor 'd.k', line 3)");
@@ -185,15 +188,7 @@ descriptors:
   });
 
   test('lists: refusals name the entry and the descriptor', () => {
-    const fail = (body: string, more = ''): string => {
-      try {
-        load(`domain: d\ndescriptors:\n  - key: k\n    ${body}\n    rate_limit: {unit: second, requests_per_unit: 1}\n${more}`);
-      } catch (err) {
-        assert.ok(err instanceof ConfigError);
-        return err.message;
-      }
-      return assert.fail('expected a refusal');
-    };
+    const fail = refusal;
     assert.equal(fail('cidr: []'), "cidr.yaml: config error, 'cidr' is an empty list (line 4)");
     assert.equal(fail('prefix: [a, {b: c}]'), "cidr.yaml: config error, every entry of a 'prefix' list is a prefix (line 4)");
     assert.equal(fail('cidr: [10.0.0.0/8, 10.0.0.1/16]'), "cidr.yaml: cidr list entry #2: cidr '10.0.0.1/16' has host bits set; the block is 10.0.0.0/16 (descriptor 'd.k', line 3)");
