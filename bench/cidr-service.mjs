@@ -7,7 +7,8 @@
 // a different address every call (h2load would send one body). The figure is decisions per second of
 // the server's CPU time (the load client runs beside it on the same cores, so wall throughput says
 // more about the machine than the server); wall throughput is printed too.
-// Environment: SECONDS (per server and round, default 5), ROUNDS (default 5), SESSIONS (4), STREAMS (32).
+// Environment: SECONDS (per server and round, default 5), ROUNDS (default 5), SESSIONS (4), STREAMS (32),
+// SERVER_NODE_OPTIONS (NODE_OPTIONS for the servers only, e.g. --max-semi-space-size=1).
 // Run: npx tsc -b && node bench/cidr-service.mjs
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -33,6 +34,7 @@ async function server(name, cidrs, list = false) {
   const s = start(process.execPath, [`${repoRoot}services/ratelimit/bin/ratelimit.js`], {
     ...rulesEnv(rulesYaml(cidrs, { list })),
     GRPC_HOST: '127.0.0.1', GRPC_PORT: String(port), HOST: '127.0.0.1', PORT: String(await freePort()), DEBUG_HOST: '127.0.0.1', DEBUG_PORT: String(await freePort()),
+    ...(process.env.SERVER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.SERVER_NODE_OPTIONS } : {}),
     BACKEND_TYPE: 'memory', LOG_LEVEL: 'error', USE_STATS_PUSH: 'false', USE_PROMETHEUS: 'false', WORKERS: '1', RUNTIME_WATCH_ROOT: 'false',
   });
   await waitPort(port, name, 300_000);
