@@ -159,11 +159,16 @@ function quotaViews(q: QuotaDocumentSpec, budget: Budget): QuotaBucketView[] {
   return out;
 }
 
-/** A `cidr:`/`prefix:` value for the page: the text, or a list's first three entries and how many more. */
+/** What a list's text may take, so that with `prefix:` before it the page's 64-character cut never hides the count. */
+const LIST_TEXT_BUDGET = 56;
+
+/** A `cidr:`/`prefix:` value for the page: the text, or a list's first entries that fit and how many more. */
 function matchText(m: string | readonly string[]): string {
   if (typeof m === 'string') return m;
-  const shown = m.slice(0, 3).join(', ');
-  return m.length > 3 ? `[${shown}, … ${m.length - 3} more]` : `[${shown}]`;
+  let shown = 1;
+  const text = (k: number): string => `[${m.slice(0, k).join(', ')}${k < m.length ? `, … ${m.length - k} more` : ''}]`;
+  while (shown < m.length && text(shown + 1).length <= LIST_TEXT_BUDGET) shown++;
+  return text(shown);
 }
 
 function descriptorViews(list: readonly DescriptorSpec[], budget: Budget): DescriptorView[] {
