@@ -141,6 +141,9 @@ function decidedStatuses(slotStatuses: readonly DescriptorStatus[], owner: reado
 /** `{OK, remaining MAX_UINT32}` of an unlimited rule (shared, frozen). */
 const UNLIMITED_STATUS: DescriptorStatus = Object.freeze({ code: Code.OK, limitRemaining: MAX_UINT32 });
 
+/** `Matched.unlimited` of a request without unlimited descriptors (shared, frozen; every index reads as not true). */
+const NO_UNLIMITED: readonly boolean[] = Object.freeze([]);
+
 const CALL = 'ratelimit.service.call.should_rate_limit.';
 
 /**
@@ -160,7 +163,8 @@ interface Matched {
   readonly rules: RuleSet;
   /** Per descriptor (a `rate_limits` descriptor: the first limit still counted, with its group). */
   readonly matches: (LimitMatch | undefined)[];
-  readonly unlimited: boolean[];
+  /** True for a descriptor whose rule is unlimited; NO_UNLIMITED (empty) when none is. */
+  readonly unlimited: readonly boolean[];
   readonly addends: number[];
   /** Undefined when no descriptor has several limits (then slots are the descriptors). */
   readonly slots: Slots | undefined;
@@ -181,18 +185,6 @@ export class PreparedRequest {
   /** @internal the matches of `request` under the rule set last used */
   matched: Matched | undefined;
   constructor(readonly request: RateLimitRequest) {}
-}
-
-/** A request matched and planned, waiting for the store's answer. */
-interface Begun {
-  readonly rules: RuleSet;
-  readonly matches: (LimitMatch | undefined)[];
-  readonly unlimited: boolean[];
-  readonly addends: number[];
-  readonly slots: Slots | undefined;
-  readonly nowSeconds: number;
-  /** Planned per slot (per descriptor when `slots` is undefined). */
-  readonly plan: RequestPlan;
 }
 
 export class RateLimitService {
@@ -286,23 +278,23 @@ export class RateLimitService {
   }
 
   private decide(req: RateLimitRequest, prepared: PreparedRequest | undefined): MaybePromise<DecidedResponse> {
-    const begun = this.begin(req, prepared);
-    const plan = begun.plan;
-    if (plan.storeIndexes.length === 0) return this.finish(req, begun, [], undefined);
-    if (!this.limiter.stopIncrementWhenOverLimit || plan.anyLocal) return this.count(req, begun, undefined);
+    const matched = this.begin(req, prepared);
+    // Planned per slot (per descriptor when `matched.slots` is undefined).
+    const plan = this.plan(req, matched);
+    if (plan.storeIndexes.length === 0) return this.finish(req, matched, plan, [], undefined);
+    if (!this.limiter.stopIncrementWhenOverLimit || plan.anyLocal) return this.count(req, matched, plan, undefined);
     let current: MaybePromise<number[]>;
     try {
       current = this.store.get(this.limiter.readKeys(plan));
     } catch (err) {
       throw this.storeFailure(err);
     }
-    if (isPromise(current)) return current.then((c) => this.count(req, begun, c), this.rejectStore);
-    return this.count(req, begun, current);
+    if (isPromise(current)) return current.then((c) => this.count(req, matched, plan, c), this.rejectStore);
+    return this.count(req, matched, plan, current);
   }
 
   /** One increment (or execute) round trip for the planned keys, then `finish`. */
-  private count(req: RateLimitRequest, begun: Begun, current: number[] | undefined): MaybePromise<DecidedResponse> {
-    const plan = begun.plan;
+  private count(req: RateLimitRequest, matched: Matched, plan: RequestPlan, current: number[] | undefined): MaybePromise<DecidedResponse> {
     const store = this.store;
     let after: MaybePromise<number[]> | undefined;
     let results: MaybePromise<OpResult[]> | undefined;
@@ -319,15 +311,15 @@ export class RateLimitService {
       throw this.storeFailure(err);
     }
     if (results !== undefined) {
-      if (isPromise(results)) return results.then((r) => this.finish(req, begun, [], r), this.rejectStore);
-      return this.finish(req, begun, [], results);
+      if (isPromise(results)) return results.then((r) => this.finish(req, matched, plan, [], r), this.rejectStore);
+      return this.finish(req, matched, plan, [], results);
     }
-    if (isPromise(after)) return after.then((a) => this.finish(req, begun, a, undefined), this.rejectStore);
-    return this.finish(req, begun, after!, undefined);
+    if (isPromise(after)) return after.then((a) => this.finish(req, matched, plan, a, undefined), this.rejectStore);
+    return this.finish(req, matched, plan, after!, undefined);
   }
 
-  /** Validates the request, matches its descriptors and plans the counting (counts total_hits). */
-  private begin(req: RateLimitRequest, prepared?: PreparedRequest): Begun {
+  /** Validates the request and matches its descriptors (or takes the prepared request's matches). */
+  private begin(req: RateLimitRequest, prepared?: PreparedRequest): Matched {
     const rules = this.rules;
     if (req.domain === '') throw this.serviceError('invalid_request', 'rate limit domain must not be empty');
     if (req.descriptors.length === 0) throw this.serviceError('invalid_request', 'rate limit descriptor list must not be empty');
@@ -338,14 +330,16 @@ export class RateLimitService {
       matched = this.match(req, rules, prepared !== undefined);
       if (prepared !== undefined) prepared.matched = matched.memo === undefined ? undefined : matched;
     }
-    const { matches, unlimited, addends, slots } = matched;
-    const descriptors = req.descriptors;
+    return matched;
+  }
+
+  /** Plans the counting of a matched request, per slot (counts total_hits). */
+  private plan(req: RateLimitRequest, matched: Matched): RequestPlan {
+    const slots = matched.slots;
     const nowMs = this.clock.now();
-    const plan =
-      slots === undefined
-        ? this.limiter.plan(req.domain, (i) => descriptors[i]!.entries, matches, addends, nowMs, matched.memo)
-        : this.limiter.plan(req.domain, (s) => descriptors[slots.owner[s]!]!.entries, slots.matches, slots.addends, nowMs, matched.memo);
-    return { rules, matches, unlimited, addends, slots, nowSeconds: Math.floor(nowMs / 1000), plan };
+    return slots === undefined
+      ? this.limiter.plan(req.domain, req.descriptors, undefined, matched.matches, matched.addends, nowMs, matched.memo)
+      : this.limiter.plan(req.domain, req.descriptors, slots.owner, slots.matches, slots.addends, nowMs, matched.memo);
   }
 
   /**
@@ -357,13 +351,15 @@ export class RateLimitService {
     const descriptors = req.descriptors;
     const n = descriptors.length;
     const matches = new Array<LimitMatch | undefined>(n);
-    // Filled in the loop: Array.prototype.fill costs more than the loop itself here.
-    const unlimited = new Array<boolean>(n);
+    // Allocated at the first unlimited descriptor (most requests have none).
+    let unlimited: boolean[] | undefined;
+    const addends = new Array<number>(n);
     let replaced: Set<string> | undefined;
     let grouped = false;
     for (let i = 0; i < n; i++) {
-      unlimited[i] = false;
-      const m = rules.getLimit(req.domain, descriptors[i]!);
+      const d = descriptors[i]!;
+      addends[i] = hitsAddendFor(d, req.hitsAddend);
+      const m = rules.getLimit(req.domain, d);
       if (m === undefined) continue;
       const limit = m.limit;
       if (limit.isOverride && limit.windowSeconds === 0) {
@@ -380,7 +376,7 @@ export class RateLimitService {
       } else {
         replaced = addReplaces(replaced, limit.replaces);
       }
-      if (limit.unlimited) unlimited[i] = true;
+      if (limit.unlimited) (unlimited ??= new Array<boolean>(n).fill(false))[i] = true;
       else matches[i] = m;
     }
     if (replaced !== undefined) {
@@ -398,10 +394,9 @@ export class RateLimitService {
       }
     }
 
-    const addends = descriptors.map((d) => hitsAddendFor(d, req.hitsAddend));
     const slots = grouped ? slotsOf(matches, addends) : undefined;
     const stable = keep && rules.hasStableMatches(req.domain) && descriptors.every((d) => d.limit === undefined);
-    return { rules, matches, unlimited, addends, slots, memo: stable ? newKeyMemo(slots === undefined ? n : slots.owner.length) : undefined };
+    return { rules, matches, unlimited: unlimited ?? NO_UNLIMITED, addends, slots, memo: stable ? newKeyMemo(slots === undefined ? n : slots.owner.length) : undefined };
   }
 
   /** A store's rejection as the decision's: counted and mapped to StoreError. */
@@ -416,12 +411,12 @@ export class RateLimitService {
   }
 
   /** Statuses, overall code, headers, shadow mode and dynamic metadata from the store's answer. */
-  private finish(req: RateLimitRequest, begun: Begun, after: number[], results: OpResult[] | undefined): DecidedResponse {
-    const { rules, matches, unlimited, slots, nowSeconds, plan } = begun;
+  private finish(req: RateLimitRequest, matched: Matched, plan: RequestPlan, after: number[], results: OpResult[] | undefined): DecidedResponse {
+    const { rules, matches, unlimited, slots } = matched;
     const n = matches.length;
     const slotStatuses = this.limiter.statuses(plan, after, results);
     const statuses = slots === undefined ? slotStatuses : decidedStatuses(slotStatuses, slots.owner, n);
-    for (let i = 0; i < n; i++) if (unlimited[i]) statuses[i] = UNLIMITED_STATUS;
+    for (let i = 0; i < unlimited.length; i++) if (unlimited[i]) statuses[i] = UNLIMITED_STATUS;
 
     const opts = this.options;
     let code = overallCode(statuses, matches, unlimited, opts.quotaMode);
@@ -446,9 +441,9 @@ export class RateLimitService {
       globalShadow = true;
     }
     if (opts.responseDynamicMetadata) response.dynamicMetadata = buildDynamicMetadata(req, statuses, matches);
-    if (this.localState !== undefined && plan.storeIndexes.length === 0 && plan.local.every(Boolean)) {
+    if (this.localState !== undefined && plan.storeIndexes.length === 0 && plan.local !== undefined && plan.local.every(Boolean)) {
       // plan.local is true only for matched slots with a key, so `keys` and `matches` are dense.
-      response.localDecision = new LocalDecisionRecord(this.localState, rules, nowSeconds, plan.keys as readonly string[], plan.matches as LimitMatch[], plan.addends, globalShadow);
+      response.localDecision = new LocalDecisionRecord(this.localState, rules, plan.nowSeconds, plan.keys as readonly string[], plan.matches as LimitMatch[], plan.addends, globalShadow);
     }
     return response;
   }

@@ -142,21 +142,23 @@ export class RuleSet {
     let found: RateLimitRule | undefined;
     for (let i = 0; i < n; i++) {
       const e = entries[i]!;
-      const kv = e.key + '_' + e.value;
+      // `key_value`, built only for a probe that can find something (RuleNode.probeKeys).
+      let kv: string | undefined;
       let kind: MatchKind = EXACT;
-      let node = level.children.get(kv);
+      let node = level.probeKeys.has(e.key) ? level.children.get((kv = e.key + '_' + e.value)) : undefined;
       if (node === undefined) {
         // Extension: the longest cidr / prefix rule of this key, before wildcards (docs: precedence).
         const structured = level.structured;
         if (structured !== undefined) {
           // A value written exactly as a rule's cidr/prefix composite matches it as an exact value.
-          if (mayBeStructuredValue(e.value)) node = structured.byComposite.get(kv);
+          if (mayBeStructuredValue(e.value)) node = structured.byComposite.get((kv ??= e.key + '_' + e.value));
           if (node === undefined) {
             node = structured.byKey.get(e.key)?.lookup(e.value);
             kind = STRUCTURED;
           }
         }
-        if (node === undefined) {
+        if (node === undefined && level.wildcards.length > 0) {
+          kv ??= e.key + '_' + e.value;
           for (const w of level.wildcards) {
             if (w.matcher!(kv)) {
               node = w;

@@ -230,6 +230,7 @@ export class RateLimitRule implements Limit {
 /** The children of a leaf (most nodes are leaves): one shared empty map instead of one map per node. */
 const NO_CHILDREN: ReadonlyMap<string, RuleNode> = new Map<string, RuleNode>();
 const NO_WILDCARDS: readonly RuleNode[] = Object.freeze([]);
+const NO_PROBE_KEYS: ReadonlySet<string> = new Set<string>();
 
 /**
  * The `cidr:` and `prefix:` children of a node, kept apart from the exact ones: a lookup of an
@@ -261,6 +262,12 @@ export class RuleNode {
    * and prefix: ones are in `structured`). A leaf shares one empty map (addChild replaces it).
    */
   children: ReadonlyMap<string, RuleNode> = NO_CHILDREN;
+  /**
+   * Every `k` such that some key of `children` starts with `k_` (a composite may hold several
+   * `_`: each text before one counts). `children.get(k + '_' + v)` can only find a child when `k`
+   * is here, so a lookup asks this set first and builds the `key_value` string only when needed.
+   */
+  probeKeys: ReadonlySet<string> = NO_PROBE_KEYS;
   /** Children whose composite contains `*`, in declaration order (first match wins). */
   wildcards: readonly RuleNode[] = NO_WILDCARDS;
   /** Extension: children matching by `cidr:` or `prefix:` (undefined when none). */
@@ -296,6 +303,11 @@ export class RuleNode {
   addChild(child: RuleNode): void {
     if (this.children === NO_CHILDREN) this.children = new Map<string, RuleNode>();
     (this.children as Map<string, RuleNode>).set(child.composite, child);
+    const composite = child.composite;
+    for (let p = composite.indexOf('_'); p >= 0; p = composite.indexOf('_', p + 1)) {
+      if (this.probeKeys === NO_PROBE_KEYS) this.probeKeys = new Set<string>();
+      (this.probeKeys as Set<string>).add(composite.slice(0, p));
+    }
     if (child.matcher !== undefined) {
       if (this.wildcards === NO_WILDCARDS) this.wildcards = [];
       (this.wildcards as RuleNode[]).push(child);

@@ -9,7 +9,7 @@
 import { SATURATED_COUNT, type CounterOp, type OpResult } from '../store/counter-store.js';
 import type { RandomSource } from '../clock.js';
 import type { LimitMatch } from '../config/rule-tree.js';
-import { Code, type DescriptorEntry, type DescriptorStatus } from '../domain.js';
+import { Code, type DescriptorEntry, type DescriptorStatus, type RequestDescriptor } from '../domain.js';
 import { bucketOutcome, bucketStatus, bucketWouldRefuse, slidingAdmitsAgainAtMs, slidingEstimate } from './algorithms.js';
 import { cacheKeyBase } from './cache-key.js';
 import { counterStatus, localCacheStatus } from './descriptor-status.js';
@@ -30,8 +30,11 @@ export interface RequestPlan {
   readonly keys: readonly (string | undefined)[];
   /** Per descriptor: the previous window's key of a sliding window (undefined for the other algorithms). */
   readonly previousKeys: readonly (string | undefined)[] | undefined;
-  /** Per descriptor: answered from the local over-limit cache. */
-  readonly local: readonly boolean[];
+  /**
+   * Per descriptor: answered from the local over-limit cache. Undefined when none was (the usual
+   * case, so it costs nothing then); `anyLocal` is `local !== undefined`.
+   */
+  readonly local: readonly boolean[] | undefined;
   readonly anyLocal: boolean;
   /** Descriptor indexes whose counters go to the store, in op order. */
   readonly storeIndexes: readonly number[];
@@ -68,12 +71,14 @@ export class FixedWindowLimiter {
   /**
    * Builds the keys, counts total_hits (before the store is asked, as upstream) and consults the
    * local over-limit cache. `matches[i]` must be undefined for descriptors not to count
-   * (no rule, unlimited, replaced). `memo` (a prepared request's, for these matches) keeps the
-   * keys between calls.
+   * (no rule, unlimited, replaced). `owner` maps each of `matches` to its descriptor when a
+   * descriptor has several limits (slots); without it `matches[i]` is `descriptors[i]`'s. `memo`
+   * (a prepared request's, for these matches) keeps the keys between calls.
    */
   plan(
     domain: string,
-    entriesOf: (i: number) => readonly DescriptorEntry[],
+    descriptors: readonly RequestDescriptor[],
+    owner: readonly number[] | undefined,
     matches: readonly (LimitMatch | undefined)[],
     addends: readonly number[],
     nowMs: number,
@@ -82,9 +87,11 @@ export class FixedWindowLimiter {
     const nowSeconds = Math.floor(nowMs / 1000);
     const n = matches.length;
     const keys = new Array<string | undefined>(n);
-    // Filled in the loop below (Array.prototype.fill costs more than the loop here).
-    const local = new Array<boolean>(n);
-    const storeIndexes: number[] = [];
+    // Allocated when a first descriptor is answered locally (rare): most requests need none.
+    let local: boolean[] | undefined;
+    // At most n indexes; cut to the count once known (an empty array grown by push over-allocates).
+    const storeIndexes = new Array<number>(n);
+    let stored = 0;
     let previousKeys: (string | undefined)[] | undefined;
     let anyLocal = false;
     let needsExecute = false;
@@ -94,9 +101,9 @@ export class FixedWindowLimiter {
     let lastShare: LimitMatch['sharePatterns'];
     let lastBase = '';
     for (let i = 0; i < n; i++) {
-      local[i] = false;
       const m = matches[i];
       if (m === undefined) continue;
+      const entries = descriptors[owner === undefined ? i : owner[i]!]!.entries;
       const divider = m.limit.windowSeconds;
       const algorithm = m.limit.algorithm;
       // '' / `_sw` / `tb` for limits keyed as upstream and the algorithm extension key them; tagged
@@ -106,7 +113,6 @@ export class FixedWindowLimiter {
       if (algorithm === 'fixed_window') {
         const start = windowStart(nowSeconds, divider);
         if (memo === undefined) {
-          const entries = entriesOf(i);
           if (entries !== lastEntries || m.sharePatterns !== lastShare) {
             lastBase = cacheKeyBase(prefix, domain, entries, m.sharePatterns);
             lastEntries = entries;
@@ -116,12 +122,12 @@ export class FixedWindowLimiter {
           if (tail !== '') key += tail;
         } else if (memo.starts[i] === start) key = memo.keys[i]!;
         else {
-          key = (memo.bases[i] ??= cacheKeyBase(prefix, domain, entriesOf(i), m.sharePatterns)) + String(start) + tail;
+          key = (memo.bases[i] ??= cacheKeyBase(prefix, domain, entries, m.sharePatterns)) + String(start) + tail;
           memo.starts[i] = start;
           memo.keys[i] = key;
         }
       } else {
-        const base = memo === undefined ? cacheKeyBase(prefix, domain, entriesOf(i), m.sharePatterns) : (memo.bases[i] ??= cacheKeyBase(prefix, domain, entriesOf(i), m.sharePatterns));
+        const base = memo === undefined ? cacheKeyBase(prefix, domain, entries, m.sharePatterns) : (memo.bases[i] ??= cacheKeyBase(prefix, domain, entries, m.sharePatterns));
         if (algorithm === 'sliding_window') {
           const start = windowStart(nowSeconds, divider);
           key = base + String(start) + tail;
@@ -133,13 +139,14 @@ export class FixedWindowLimiter {
       keys[i] = key;
       m.stats.totalHits.add(addends[i]!);
       if (this.localCache?.has(key) === true) {
-        local[i] = true;
+        (local ??= new Array<boolean>(n).fill(false))[i] = true;
         anyLocal = true;
       } else {
-        storeIndexes.push(i);
+        storeIndexes[stored++] = i;
         if (algorithm !== 'fixed_window') needsExecute = true;
       }
     }
+    storeIndexes.length = stored;
     return { nowSeconds, nowMs, matches, addends, keys, previousKeys, local, anyLocal, storeIndexes, needsExecute };
   }
 
@@ -165,52 +172,60 @@ export class FixedWindowLimiter {
    */
   incrementOps(plan: RequestPlan, current?: readonly number[]): CounterOp[] {
     const stop = this.options.stopCacheKeyIncrementWhenOverlimit;
+    const storeIndexes = plan.storeIndexes;
     let wouldExceed: boolean[] | undefined;
     if (stop && !plan.anyLocal && current !== undefined) {
       let r = 0;
-      wouldExceed = plan.storeIndexes.map((i) => {
+      wouldExceed = storeIndexes.map((i) => {
         const c = current[r++] ?? 0;
         const previous = plan.previousKeys?.[i] !== undefined ? (current[r++] ?? 0) : 0;
         return this.wouldExceed(plan, i, c, previous);
       });
       if (!wouldExceed.includes(true)) wouldExceed = undefined;
     }
+    // A loop rather than `map`: no closure per request.
+    const ops = new Array<CounterOp>(storeIndexes.length);
+    for (let j = 0; j < storeIndexes.length; j++) {
+      const checkOnly = (stop && plan.anyLocal) || (wouldExceed !== undefined && wouldExceed[j] !== true);
+      ops[j] = this.op(plan, storeIndexes[j]!, checkOnly);
+    }
+    return ops;
+  }
+
+  /** The store op of descriptor `i`; `checkOnly`: it adds 0 (a check that consumes nothing). */
+  private op(plan: RequestPlan, i: number, checkOnly: boolean): CounterOp {
     const jitter = this.options.expirationJitterMaxSeconds;
-    return plan.storeIndexes.map((i, j) => {
-      const limit = plan.matches[i]!.limit;
-      const divider = limit.windowSeconds;
-      let addend = plan.addends[i]!;
-      if (stop && plan.anyLocal) addend = 0;
-      else if (wouldExceed !== undefined && wouldExceed[j] !== true) addend = 0;
-      if (limit.algorithm === 'fixed_window') {
-        const ttl = expireSeconds(divider, jitter, this.random);
-        // A tagged tail (rate_limits entry, multiplied window) is our own key format: the store may set its TTL once.
-        // Upstream's keys keep their op shape (and their TTL re-applied on every hit).
-        if (limit.keyTail !== '') return { key: plan.keys[i]!, addend, expireSeconds: ttl, windowSeconds: divider, expireOnCreate: true, limit: limit.requestsPerUnit };
-        return { key: plan.keys[i]!, addend, expireSeconds: ttl, windowSeconds: divider, limit: limit.requestsPerUnit };
-      }
-      if (limit.algorithm === 'sliding_window') {
-        // The previous window is read during the whole current one: keep each counter two windows.
-        return {
-          key: plan.keys[i]!,
-          addend,
-          expireSeconds: expireSeconds(2 * divider, jitter, this.random),
-          windowSeconds: divider,
-          previousKey: plan.previousKeys![i]!,
-          limit: limit.requestsPerUnit,
-        };
-      }
-      // More than burst + 1 hits are refused whatever the bucket holds: capping keeps every
-      // product of the store's arithmetic exact.
-      const capped = Math.min(addend, limit.burst + 1);
+    const limit = plan.matches[i]!.limit;
+    const divider = limit.windowSeconds;
+    const addend = checkOnly ? 0 : plan.addends[i]!;
+    if (limit.algorithm === 'fixed_window') {
+      const ttl = expireSeconds(divider, jitter, this.random);
+      // A tagged tail (rate_limits entry, multiplied window) is our own key format: the store may set its TTL once.
+      // Upstream's keys keep their op shape (and their TTL re-applied on every hit).
+      if (limit.keyTail !== '') return { key: plan.keys[i]!, addend, expireSeconds: ttl, windowSeconds: divider, expireOnCreate: true, limit: limit.requestsPerUnit };
+      return { key: plan.keys[i]!, addend, expireSeconds: ttl, windowSeconds: divider, limit: limit.requestsPerUnit };
+    }
+    if (limit.algorithm === 'sliding_window') {
+      // The previous window is read during the whole current one: keep each counter two windows.
       return {
         key: plan.keys[i]!,
-        addend: capped,
-        expireSeconds: divider,
+        addend,
+        expireSeconds: expireSeconds(2 * divider, jitter, this.random),
         windowSeconds: divider,
-        bucket: { nowUs: plan.nowMs * 1000, emissionUs: limit.emissionUs, toleranceUs: limit.toleranceUs },
+        previousKey: plan.previousKeys![i]!,
+        limit: limit.requestsPerUnit,
       };
-    });
+    }
+    // More than burst + 1 hits are refused whatever the bucket holds: capping keeps every
+    // product of the store's arithmetic exact.
+    const capped = Math.min(addend, limit.burst + 1);
+    return {
+      key: plan.keys[i]!,
+      addend: capped,
+      expireSeconds: divider,
+      windowSeconds: divider,
+      bucket: { nowUs: plan.nowMs * 1000, emissionUs: limit.emissionUs, toleranceUs: limit.toleranceUs },
+    };
   }
 
   /** `c`: the key's value read before counting; `previous`: a sliding window's previous counter. */
@@ -244,7 +259,7 @@ export class FixedWindowLimiter {
       const limit = m.limit;
       const divider = limit.windowSeconds;
       const algorithm = limit.algorithm;
-      if (plan.local[i] === true) {
+      if (plan.local?.[i] === true) {
         let reset: number;
         if (algorithm === 'token_bucket') {
           // Until the remembered refusal ends (one token back): whole seconds past this clock second.

@@ -71,6 +71,26 @@ describe('matching basic_config.yaml', () => {
     assert.equal(r.getLimit('D', { entries: e(['k', 'w'], ['c', 'z']) })?.limit.requestsPerUnit, 5);
   });
 });
+  test('`key_value` is probed as upstream joins it, whichever `_` splits key and value', () => {
+    // Upstream looks up `key + "_" + value` among the composites, so an `_` inside a key or a value
+    // may land on another rule's composite; RuleNode.probeKeys must keep every such probe.
+    const src =
+      'domain: D\ndescriptors:\n' +
+      '  - {key: a_b, value: c, rate_limit: {unit: second, requests_per_unit: 1}}\n' +
+      '  - {key: x_y, rate_limit: {unit: second, requests_per_unit: 2}}\n' +
+      '  - {key: p, value: q_r, rate_limit: {unit: second, requests_per_unit: 3}}\n' +
+      '  - {key: p, rate_limit: {unit: second, requests_per_unit: 4}}\n';
+    const r = load([{ name: 'u.yaml', content: src }]);
+    const rpu = (...pairs: [string, string][]) => r.getLimit('D', { entries: e(...pairs) })?.limit.requestsPerUnit;
+    assert.equal(rpu(['a_b', 'c']), 1);
+    assert.equal(rpu(['a', 'b_c']), 1);
+    assert.equal(rpu(['x', 'y']), 2);
+    assert.equal(rpu(['x_y', 'anything']), 2);
+    assert.equal(rpu(['p', 'q_r']), 3);
+    assert.equal(rpu(['p_q', 'r']), 3);
+    assert.equal(rpu(['p', 'other']), 4);
+    assert.equal(rpu(['a', 'other']), undefined);
+  });
 
 describe('merge and overrides', () => {
   test('31. merged domains answer from both files', () => {
