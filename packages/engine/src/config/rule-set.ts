@@ -614,20 +614,17 @@ function addDescriptors(
     } else {
       const byKey = parent.addStructured(node, newIndex);
       // A block or prefix is in one rule of a key at one level: written twice (in one list, or in two
-      // rules) it is refused, naming the rule that has it already.
-      const mine = new Set<string>();
-      const twice = (text: string): never =>
-        fail(`${valueMatch} ${text} is written twice under key '${d.key}' (${mine.has(text) ? 'in this list' : 'by another rule of this level'})` + at(path));
+      // rules) it is refused, saying which (looked up only then: nothing extra on a list that loads).
+      const twice = (text: string, earlierInList: boolean): never =>
+        fail(`${valueMatch} ${text} is written twice under key '${d.key}' (${earlierInList ? 'in this list' : 'by another rule of this level'})` + at(path));
       if (blocks !== undefined) {
-        for (const b of blocks) {
-          if (!byKey.addCidr(b, node)) twice(b.text);
-          if (blocks.length > 1) mine.add(b.text);
-        }
+        blocks.forEach((b, i) => {
+          if (!byKey.addCidr(b, node)) twice(b.text, blocks.findIndex((x) => x.text === b.text) < i);
+        });
       } else {
-        for (const p of prefixes!) {
-          if (!byKey.addPrefix(p, node)) twice(JSON.stringify(p));
-          if (prefixes!.length > 1) mine.add(JSON.stringify(p));
-        }
+        prefixes!.forEach((p, i) => {
+          if (!byKey.addPrefix(p, node)) twice(JSON.stringify(p), prefixes!.indexOf(p) < i);
+        });
       }
     }
   });
