@@ -7,9 +7,9 @@ import { StatsStore, type Counter } from '../stats/stats-store.js';
 import { decodeRuleDocument, RuleFileError, type DescriptorSpec, type DomainSpec, type RateLimitSpec } from './rule-file.js';
 import { RuleStatsCache, type RuleStats } from './rule-stats.js';
 import { parseCidr, type Cidr } from './ip-address.js';
-import { DomainNode, emissionMicros, keyTailOf, mayBeStructuredValue, NO_REPLACES, policyParamsOf, RateLimitRule, RuleInterner, RuleNode, type Limit, type LimitMatch } from './rule-tree.js';
+import { DomainNode, emissionMicros, keyTailOf, mayBeStructuredValue, NO_REPLACES, policyParamsOf, RateLimitRule, RuleInterner, RuleNode, structuredChild, type Limit, type LimitMatch } from './rule-tree.js';
 import { parseUnitName, unitDivider, unitName } from '../units.js';
-import { ValueIndex } from './value-index.js';
+import { NOT_AN_ADDRESS, ValueIndex } from './value-index.js';
 import { compileWildcard, hasWildcard } from './wildcard.js';
 import { DEFAULT_QUOTA_EXTENSIONS } from './cidr-value-matcher.js';
 import type { ValueMatcherExtension } from './quota-matcher.js';
@@ -150,11 +150,18 @@ export class RuleSet {
         // Extension: the longest cidr / prefix rule of this key, before wildcards (docs: precedence).
         const structured = level.structured;
         if (structured !== undefined) {
-          // A value written exactly as a rule's cidr/prefix composite matches it as an exact value.
-          if (mayBeStructuredValue(e.value)) node = structured.byComposite.get((kv ??= e.key + '_' + e.value));
-          if (node === undefined) {
-            node = structured.byKey.get(e.key)?.lookup(e.value);
+          // structuredChild, keeping how the child matched: a composite written exactly is an exact match.
+          const index = structured.byKey.get(e.key);
+          const block = index === undefined ? NOT_AN_ADDRESS : index.lookupAddress(e.value);
+          if (block !== NOT_AN_ADDRESS) {
+            node = block;
             kind = STRUCTURED;
+          } else {
+            if (mayBeStructuredValue(e.value)) node = structured.byComposite.get((kv ??= e.key + '_' + e.value));
+            if (node === undefined && index !== undefined) {
+              node = index.lookupPrefix(e.value);
+              kind = STRUCTURED;
+            }
           }
         }
         if (node === undefined && level.wildcards.length > 0) {
@@ -392,11 +399,10 @@ export class RuleSet {
   }
 }
 
-/** The cidr:/prefix: child a value matches: written exactly as its composite, else the longest block or prefix. */
+/** The cidr:/prefix: child a value matches (structuredChild). */
 function structuredMatch(level: RuleNode, e: DescriptorEntry, kv: string): RuleNode | undefined {
   const structured = level.structured;
-  if (structured === undefined) return undefined;
-  return (mayBeStructuredValue(e.value) ? structured.byComposite.get(kv) : undefined) ?? structured.byKey.get(e.key)?.lookup(e.value);
+  return structured === undefined ? undefined : structuredChild(structured, e.key, e.value, kv);
 }
 
 /** Every limit of a node: one, the entries of its `rate_limits` list, or none. */

@@ -5,7 +5,7 @@ import type { CurrentLimit, JsonValue } from '../domain.js';
 import { unitDivider } from '../units.js';
 import type { Algorithm } from '../store/counter-store.js';
 import type { RuleStats } from './rule-stats.js';
-import type { ValueIndex } from './value-index.js';
+import { NOT_AN_ADDRESS, type ValueIndex } from './value-index.js';
 import type { WildcardMatcher } from './wildcard.js';
 
 /** What the limiter needs to know about a limit, whether it comes from a rule or a request override. */
@@ -254,6 +254,22 @@ export interface StructuredChildren {
  */
 export function mayBeStructuredValue(value: string): boolean {
   return value.charCodeAt(value.length - 1) === 42 || value.indexOf('/') >= 0;
+}
+
+/**
+ * The cidr: or prefix: child of `structured` that the entry `key`/`value` matches: for an IP
+ * address the longest block containing it, else its longest prefix (an address is never written
+ * as a composite); for other text a composite written exactly as `key_value` (`kv`, when the
+ * caller has built it), else the longest prefix.
+ */
+export function structuredChild(structured: StructuredChildren, key: string, value: string, kv: string | undefined): RuleNode | undefined {
+  const index = structured.byKey.get(key);
+  if (index !== undefined) {
+    const found = index.lookupAddress(value);
+    if (found !== NOT_AN_ADDRESS) return found;
+  }
+  const exact = mayBeStructuredValue(value) ? structured.byComposite.get(kv ?? key + '_' + value) : undefined;
+  return exact ?? index?.lookupPrefix(value);
 }
 
 export class RuleNode {

@@ -12,12 +12,15 @@ import { isIpv4Mapped, parseIpv4, parseIpv6, type Cidr } from './ip-address.js';
  * each with the value of the longest block that covers it (blocks are nested or disjoint, so that
  * is the innermost one): at most 2n + 1 ranges for n blocks, kept as one flat typed array of
  * (start words, value) rows sorted by start. A lookup finds the last range starting at or before
- * the address. A big table first reads a 65,536-slot index for the 16 bits after the bits every
- * block shares (`top`), which narrows the search to the ranges of that slot (for the bench's
- * random lists one to three rows, read from one cache line); a small one is searched whole. So a
- * lookup of a list of 100,000 blocks reads two small arrays (about 2.5 MB for IPv4 and IPv6
- * together) instead of walking a trie's nodes spread over tens of megabytes, each node a cache
- * and TLB miss. Blocks are kept as added (`blocks`) and the ranges derived when the table is
+ * the address. A big table first reads a 65,536-slot table for the 16 bits after the bits every
+ * block shares (`slots`, 16 bytes a slot): most slots hold their few ranges themselves (for the
+ * bench's random list of 100,000 blocks, 76 % of the IPv4 slots and 96 % of the IPv6 ones), so a
+ * lookup reads one 16-byte slot; the others name the one to a few rows to search. One cache line
+ * per lookup in most cases, two in the rest, where walking a trie's nodes would touch one line
+ * per level spread over tens of megabytes, each a cache and TLB miss. (Before the ranges moved
+ * into the slots a lookup read a 4-byte slot and then its rows: two or three lines; in a
+ * decision, where the request's own allocation keeps pushing the tables out of the caches, each
+ * line is a miss.) Blocks are kept as added (`blocks`) and the ranges derived when the table is
  * trimmed, or at the first lookup after an add.
  */
 class BlockTable {
@@ -37,9 +40,16 @@ class BlockTable {
   private rows: Uint32Array | undefined;
   /** Rows in `rows`. */
   private count = 0;
-  /** Slot x: the row holding the first address of the slot; slot 65536: the last row. Undefined for a small table. */
-  private top: Int32Array | undefined;
-  /** Leading bits (a multiple of 16) every block but a /0 has in common, skipped by `top`. */
+  /**
+   * The first-level table (undefined for a small table): four words per slot of the 16 bits after
+   * `skip`. Word 0 is the value at the slot's first address. When at most two ranges start inside
+   * the slot, each at a 16-bit step (the bits after the 16 bits following the slot's are zero, always
+   * so for IPv4), word 1 holds their 16-bit offsets (low half first; 0: none) and words 2 and 3
+   * their values: the lookup reads this one 16-byte slot and no row. Otherwise word 1 is `SPILLED`
+   * and words 2 and 3 bound the rows to search (the rows holding the slot's first and last address).
+   */
+  private slots: Uint32Array | undefined;
+  /** Leading bits (a multiple of 16) every block but a /0 has in common, skipped by `slots`. */
   private skip = 0;
   private skipWords: Uint32Array = new Uint32Array(4);
   /** The first-level table threshold of the last trim (rows). */
@@ -67,7 +77,7 @@ class BlockTable {
     this.blocks.push(bits, index);
     if (bits === 0) this.all = index;
     this.rows = undefined;
-    this.top = undefined;
+    this.slots = undefined;
     return true;
   }
 
@@ -76,14 +86,23 @@ class BlockTable {
     const rows = this.rows ?? this.build();
     let lo = 0;
     let hi = this.count - 1;
-    const top = this.top;
-    if (top !== undefined) {
-      // The bits every block shares (0 or 16 here) must match; then one read for the next 16.
+    const slots = this.slots;
+    if (slots !== undefined) {
+      // The bits every block shares (0 or 16 here) must match; then one slot for the next 16.
       const skip = this.skip;
       if (skip !== 0 && addr >>> 16 !== this.skipWords[0]! >>> 16) return this.all;
-      const x = (addr >>> (16 - skip)) & 0xffff;
-      lo = top[x]!;
-      hi = top[x + 1]!;
+      const at = ((addr >>> (16 - skip)) & 0xffff) << 2;
+      const inner = slots[at + 1]!;
+      if (inner !== SPILLED) {
+        // At most two boundaries inside the slot, as 16-bit offsets (0: none): no row to read.
+        const off = skip === 0 ? addr & 0xffff : 0;
+        const first = inner & 0xffff;
+        if (first === 0 || off < first) return slots[at]! | 0;
+        const second = inner >>> 16;
+        return (second === 0 || off < second ? slots[at + 2]! : slots[at + 3]!) | 0;
+      }
+      lo = slots[at + 2]!;
+      hi = slots[at + 3]!;
     }
     // The last row in [lo, hi] starting at or before addr (row lo does).
     while (hi - lo > 3) {
@@ -100,15 +119,25 @@ class BlockTable {
     const rows = this.rows ?? this.build();
     let lo = 0;
     let hi = this.count - 1;
-    const top = this.top;
-    if (top !== undefined) {
-      // The bits every block shares (a multiple of 16) must match; then one read for the next 16.
+    const slots = this.slots;
+    if (slots !== undefined) {
+      // The bits every block shares (a multiple of 16) must match; then one slot for the next 16.
       const skip = this.skip;
       for (let w = 0; w < skip >>> 5; w++) if (words[w] !== this.skipWords[w]) return this.all;
       if ((skip & 31) !== 0 && words[skip >>> 5]! >>> 16 !== this.skipWords[skip >>> 5]! >>> 16) return this.all;
-      const x = (words[skip >>> 5]! >>> (16 - (skip & 31))) & 0xffff;
-      lo = top[x]!;
-      hi = top[x + 1]!;
+      const at = ((words[skip >>> 5]! >>> (16 - (skip & 31))) & 0xffff) << 2;
+      const inner = slots[at + 1]!;
+      if (inner !== SPILLED) {
+        // The 16 bits after the slot's (every boundary inside the slot has only zeros after them).
+        const p = skip + 16;
+        const off = p >= 128 ? 0 : (words[p >>> 5]! >>> (16 - (p & 31))) & 0xffff;
+        const first = inner & 0xffff;
+        if (first === 0 || off < first) return slots[at]! | 0;
+        const second = inner >>> 16;
+        return (second === 0 || off < second ? slots[at + 2]! : slots[at + 3]!) | 0;
+      }
+      lo = slots[at + 2]!;
+      hi = slots[at + 3]!;
     }
     const w0 = words[0]!;
     const w1 = words[1]!;
@@ -125,7 +154,7 @@ class BlockTable {
 
   /** The leading bits the first-level table skips, or undefined when there is no table (a small list, or not built). */
   get topSkip(): number | undefined {
-    return this.top === undefined ? undefined : this.skip;
+    return this.slots === undefined ? undefined : this.skip;
   }
 
   /**
@@ -203,19 +232,19 @@ class BlockTable {
     this.rows = rows;
     this.count = count;
     this.seen = undefined;
-    this.top = undefined;
-    if (count >= this.topMinRows) this.buildTop(list, starts);
+    this.slots = undefined;
+    if (count >= this.topMinRows) this.buildSlots(list, starts, rows);
     return rows;
   }
 
   /**
    * The first-level table: after the leading bits all blocks but a /0 share (`skip`, a multiple of
    * 16 that no block is shorter than: 0 for most IPv4 lists, 32 for blocks all under
-   * 2001:db8::/32), slot x of the next 16 bits holds the row containing that slot's first
-   * address, so a lookup searches only the rows between slot x's and slot x + 1's.
+   * 2001:db8::/32), one slot of four words for each value of the next 16 bits (see `slots`).
    */
-  private buildTop(list: readonly { start: bigint; bits: number }[], starts: readonly bigint[]): void {
+  private buildSlots(list: readonly { start: bigint; bits: number }[], starts: readonly bigint[], rows: Uint32Array): void {
     const total = this.bits;
+    const W = this.width;
     let common = total - 16;
     const first = list.find((b) => b.bits > 0);
     for (const b of list) {
@@ -228,19 +257,57 @@ class BlockTable {
     this.skip = skip;
     this.skipWords = new Uint32Array(4);
     const base = first === undefined || skip === 0 ? 0n : (first.start >> BigInt(total - skip)) << BigInt(total - skip);
-    for (let w = 0; w < this.width; w++) this.skipWords[w] = Number((base >> BigInt(total - 32 * (w + 1))) & 0xffffffffn);
-    const top = new Int32Array(65537);
-    const shift = BigInt(total - skip - 16);
+    for (let w = 0; w < W; w++) this.skipWords[w] = Number((base >> BigInt(total - 32 * (w + 1))) & 0xffffffffn);
+    // Bits of an address inside one slot, and those below the 16-bit step an inline boundary is written in.
+    const inside = total - skip - 16;
+    const below = Math.max(0, inside - 16);
+    const span = 1n << BigInt(inside);
+    const belowMask = (1n << BigInt(below)) - 1n;
+    const valueOf = (row: number): number => rows[row * (W + 1) + W]!;
+    const slots = new Uint32Array(65536 * 4);
     let row = 0;
     for (let x = 0; x < 65536; x++) {
-      const at = base | (BigInt(x) << shift);
-      while (row + 1 < starts.length && starts[row + 1]! <= at) row++;
-      top[x] = row;
+      const start = base | (BigInt(x) * span);
+      const end = start + span - 1n;
+      while (row + 1 < starts.length && starts[row + 1]! <= start) row++;
+      let last = row;
+      while (last + 1 < starts.length && starts[last + 1]! <= end) last++;
+      const at = x * 4;
+      slots[at] = valueOf(row);
+      const inner = last - row;
+      let inline = inner <= 2;
+      for (let r = row + 1; inline && r <= last; r++) inline = ((starts[r]! - start) & belowMask) === 0n;
+      if (inline) {
+        let offsets = 0;
+        for (let k = 0; k < inner; k++) {
+          offsets += Number((starts[row + 1 + k]! - start) >> BigInt(below)) * (k === 0 ? 1 : 0x10000);
+          slots[at + 2 + k] = valueOf(row + 1 + k);
+        }
+        slots[at + 1] = offsets;
+      } else {
+        slots[at + 1] = SPILLED;
+        slots[at + 2] = row;
+        slots[at + 3] = last;
+      }
     }
-    top[65536] = starts.length - 1;
-    this.top = top;
+    this.slots = slots;
+  }
+
+  /** Slots of the first-level table that need no row read (for tests and diagnostics); undefined without a table. */
+  get inlineSlots(): number | undefined {
+    const slots = this.slots;
+    if (slots === undefined) return undefined;
+    let n = 0;
+    for (let at = 1; at < slots.length; at += 4) if (slots[at]! !== SPILLED) n++;
+    return n;
   }
 }
+
+/**
+ * Word 1 of a slot whose ranges are searched in the rows. An inline slot's word 1 is never this:
+ * its second offset is above its first, so both halves are 0xffff only in this marker.
+ */
+const SPILLED = 0xffffffff;
 
 /** True when the row at `at` starts at or before the address w0..w3 (128-bit comparison, most significant word first). */
 function startsAtOrBefore(rows: Uint32Array, at: number, w0: number, w1: number, w2: number, w3: number): boolean {
@@ -254,7 +321,7 @@ function startsAtOrBefore(rows: Uint32Array, at: number, w0: number, w1: number,
 }
 
 /**
- * A table of this many ranges or more gets the first-level table (256 KB); a smaller one is
+ * A table of this many ranges or more gets the first-level table (1 MB); a smaller one is
  * searched whole (at most 11 steps in 16 KB for IPv4) and would spend more on the table than on its rows.
  */
 const TOP_TABLE_MIN_ROWS = 2048;
@@ -366,6 +433,14 @@ export class ValueIndex<T> {
     return { v4: this.v4?.topSkip, v6: this.v6?.topSkip };
   }
 
+  /**
+   * Per IP version, how many of the first-level table's 65,536 slots answer without a row read
+   * (undefined: no table); for tests and diagnostics.
+   */
+  inlineSlots(): { readonly v4: number | undefined; readonly v6: number | undefined } {
+    return { v4: this.v4?.inlineSlots, v6: this.v6?.inlineSlots };
+  }
+
   /** Adds a prefix; false when it is already present. */
   addPrefix(prefix: string, target: T): boolean {
     return (this.prefixes ??= new PrefixTree()).insert(prefix, this.idOf(target));
@@ -373,26 +448,43 @@ export class ValueIndex<T> {
 
   /** The target of the longest CIDR block containing `value`, else of its longest prefix; undefined when none. */
   lookup(value: string): T | undefined {
-    if (this.v4 !== undefined || this.v6 !== undefined) {
-      const found = this.lookupAddress(value);
-      if (found >= 0) return this.targets[found];
-    }
+    const found = this.lookupAddress(value);
+    return found === NOT_AN_ADDRESS ? this.lookupPrefix(value) : found;
+  }
+
+  /**
+   * For a value that is an IP address: the target of the longest block containing it, else of its
+   * longest prefix, else undefined. NOT_AN_ADDRESS for any other text (and when there are no
+   * blocks, so nothing is parsed): the caller then looks for an exact composite before
+   * `lookupPrefix`, which an address never is (it has no `/` and does not end in `*`).
+   */
+  lookupAddress(value: string): T | undefined | typeof NOT_AN_ADDRESS {
+    if (this.v4 === undefined && this.v6 === undefined) return NOT_AN_ADDRESS;
+    const found = this.blockOf(value);
+    if (found >= 0) return this.targets[found];
+    return found === -1 ? this.lookupPrefix(value) : NOT_AN_ADDRESS;
+  }
+
+  /** The target of the longest prefix of `value`, or undefined. */
+  lookupPrefix(value: string): T | undefined {
     if (this.prefixes === undefined) return undefined;
     const p = this.prefixes.lookup(value);
     return p >= 0 ? this.targets[p] : undefined;
   }
 
-  private lookupAddress(value: string): number {
-    // 45 characters is the longest IPv6 text (with an embedded IPv4 address); IPv4 has no ':'.
-    if (value.length < 2 || value.length > 45) return -1;
-    const colon = value.indexOf(':');
-    if (colon < 0) {
-      const v4 = parseIpv4(value);
-      return v4 >= 0 && this.v4 !== undefined ? this.v4.lookup32(v4) : -1;
-    }
+  /** The value of the longest block containing the address `value`; -1 when none does, -2 when `value` is no address. */
+  private blockOf(value: string): number {
+    // 45 characters is the longest IPv6 text (with an embedded IPv4 address). IPv4 is tried first:
+    // it gives up at an IPv6 address's first ':' (within five characters), so no scan decides.
+    if (value.length < 2 || value.length > 45) return -2;
+    const v4 = parseIpv4(value);
+    if (v4 >= 0) return this.v4 !== undefined ? this.v4.lookup32(v4) : -1;
     const words = SCRATCH_V6;
-    if (!parseIpv6(value, words)) return -1;
+    if (!parseIpv6(value, words)) return -2;
     if (isIpv4Mapped(words)) return this.v4 !== undefined ? this.v4.lookup32(words[3]!) : -1;
     return this.v6 !== undefined ? this.v6.lookup128(words) : -1;
   }
 }
+
+/** What `ValueIndex.lookupAddress` answers for a value that is not an IP address. */
+export const NOT_AN_ADDRESS: unique symbol = Symbol('not an address');

@@ -94,6 +94,25 @@ descriptors:
     assert.equal(nameOf(rules, 'x', 'team'), undefined);
   });
 
+  test('one key with blocks and prefixes: an address takes its longest block, else its longest prefix; other text its prefix', () => {
+    const mixed = load(`domain: d
+descriptors:
+  - {key: remote_address, cidr: 10.0.0.0/8, rate_limit: {unit: second, requests_per_unit: 1, name: ten}}
+  - {key: remote_address, cidr: "2001:db8::/32", rate_limit: {unit: second, requests_per_unit: 1, name: doc6}}
+  - {key: remote_address, prefix: "10.", rate_limit: {unit: second, requests_per_unit: 1, name: p10}}
+  - {key: remote_address, prefix: "192.", rate_limit: {unit: second, requests_per_unit: 1, name: p192}}
+  - {key: remote_address, prefix: "2001:", rate_limit: {unit: second, requests_per_unit: 1, name: p2001}}
+`);
+    assert.equal(nameOf(mixed, '10.1.1.1'), 'ten', 'a block before a prefix');
+    assert.equal(nameOf(mixed, '192.0.2.1'), 'p192', 'an address in no block: its prefix');
+    assert.equal(nameOf(mixed, '2001:db8::1'), 'doc6');
+    assert.equal(nameOf(mixed, '2001:db9::1'), 'p2001');
+    assert.equal(nameOf(mixed, '10.x'), 'p10', 'not an address: its prefix');
+    assert.equal(nameOf(mixed, '10.0.0.0/8'), 'ten', 'the block written exactly');
+    assert.equal(nameOf(mixed, '10.*'), 'p10', 'the prefix written exactly');
+    assert.equal(nameOf(mixed, '11.0.0.1'), undefined);
+  });
+
   test('a value written exactly as the block or `<prefix>*` of a rule matches that rule (as an exact value would); a block or prefix is listed once', () => {
     assert.equal(nameOf(rules, '10.0.0.0/8'), 'ten');
     assert.equal(nameOf(rules, '2001:db8::/32'), 'doc6');
@@ -421,13 +440,60 @@ describe('property: the index picks what a linear scan picks', () => {
       ),
       fcOptions(100),
     );
-    // By default only a big list gets the table (256 KB); a small one is searched whole.
+    // By default only a big list gets the table (1 MB); a small one is searched whole.
     const small = new ValueIndex<number>();
     small.addCidr(parseCidr('10.0.0.0/8') as never, 0);
     small.addCidr(parseCidr('2001:db8::/32') as never, 1);
     small.trim();
     assert.deepEqual(small.firstLevel(), { v4: undefined, v6: undefined });
     assert.equal(small.lookup('10.1.2.3'), 0);
+  });
+
+  test('first-level slots: up to two boundaries on a 16-bit step answer from the slot, more (or finer) from the rows', () => {
+    const index = new ValueIndex<string>();
+    const add = (cidr: string): void => assert.ok(index.addCidr(parseCidr(cidr) as never, cidr));
+    // IPv4 (the slot is the first 16 bits): 10.0/16 holds none inside; 10.1/16 one block (two boundaries);
+    // 10.2/16 two blocks (four: spilled); 10.3.0.0/16 itself plus a block ending at the slot's end (one).
+    add('10.1.4.0/24');
+    add('10.2.4.0/24');
+    add('10.2.9.128/25');
+    add('10.3.0.0/16');
+    add('10.3.255.0/24');
+    // IPv6 under 2001:db8::/32 (the slot is the next 16 bits): a /64 sits on the 16-bit step after the slot's
+    // (inline); a /80 does not (its end lies below that step: the slot is spilled).
+    add('2001:db8:1:5::/64');
+    add('2001:db8:2:5:1::/80');
+    index.trim(1);
+    assert.deepEqual(index.firstLevel(), { v4: 0, v6: 32 });
+    assert.deepEqual(index.inlineSlots(), { v4: 65535, v6: 65535 }, 'one slot of each version is spilled');
+    const cases: [string, string | undefined][] = [
+      ['10.0.200.1', undefined],
+      ['10.1.3.255', undefined],
+      ['10.1.4.0', '10.1.4.0/24'],
+      ['10.1.4.255', '10.1.4.0/24'],
+      ['10.1.5.0', undefined],
+      ['10.2.4.7', '10.2.4.0/24'],
+      ['10.2.5.0', undefined],
+      ['10.2.9.127', undefined],
+      ['10.2.9.128', '10.2.9.128/25'],
+      ['10.2.10.0', undefined],
+      ['10.3.0.0', '10.3.0.0/16'],
+      ['10.3.254.255', '10.3.0.0/16'],
+      ['10.3.255.0', '10.3.255.0/24'],
+      ['10.3.255.255', '10.3.255.0/24'],
+      ['10.4.0.0', undefined],
+      ['::ffff:10.1.4.9', '10.1.4.0/24'],
+      ['2001:db8:1:4:ffff:ffff:ffff:ffff', undefined],
+      ['2001:db8:1:5::', '2001:db8:1:5::/64'],
+      ['2001:db8:1:5:ffff:ffff:ffff:ffff', '2001:db8:1:5::/64'],
+      ['2001:db8:1:6::', undefined],
+      ['2001:db8:2:5::ffff', undefined],
+      ['2001:db8:2:5:1::', '2001:db8:2:5:1::/80'],
+      ['2001:db8:2:5:1:ffff:ffff:ffff', '2001:db8:2:5:1::/80'],
+      ['2001:db8:2:5:2::', undefined],
+      ['2001:db9::1', undefined],
+    ];
+    for (const [value, want] of cases) assert.equal(index.lookup(value), want, value);
   });
 
   test('prefix: random prefixes and values, the longest prefix wins (ValueIndex against a scan)', () => {
