@@ -1,12 +1,12 @@
 // Matching by CIDR through the service (issue 25's "CIDR matching with 100,000 entries vs none",
-// target ≥ 0.9×): two ratelimit processes on the memory store (WORKERS=1), one with a value-less
+// target ≥ 0.9×): three ratelimit processes on the memory store (WORKERS=1), one with a value-less
 // `remote_address` rule only (`none`), one with the same rule beside 100,000 `cidr:` rules (the
 // workload of bench/cidr-match.mjs), and one with the same blocks as one rule (`cidr: [...]`, `list`),
 // take turns for ROUNDS rounds under the same gRPC load. Each
 // request names one address of a fixed pool of 4,096 (half inside some block), so the server matches
-// a different address every call (h2load would send one body). The figure is decisions per second of
-// the server's CPU time (the load client runs beside it on the same cores, so wall throughput says
-// more about the machine than the server); wall throughput is printed too.
+// a different address every call (h2load would send one body; bench/lib/grpc-raw-load.mjs speaks
+// HTTP/2 itself and keeps the server's one core busy). The figure is decisions per second of the
+// server's CPU time (the load client runs beside it on the other core); wall throughput is printed too.
 // Environment: SECONDS (per server and round, default 5), ROUNDS (default 5), SESSIONS (4), STREAMS (32),
 // SERVER_NODE_OPTIONS (NODE_OPTIONS for the servers only, e.g. --max-semi-space-size=1).
 // Run: npx tsc -b && node bench/cidr-service.mjs
@@ -42,7 +42,7 @@ async function server(name, cidrs, list = false) {
 }
 
 function load(port, ms) {
-  const c = start(process.execPath, [`${repoRoot}bench/lib/grpc-varied-client.mjs`, String(port), PATH, bodiesFile, String(ms), String(SESSIONS), String(STREAMS)]);
+  const c = start(process.execPath, [`${repoRoot}bench/lib/grpc-raw-load.mjs`, String(port), PATH, bodiesFile, String(ms), String(SESSIONS), String(STREAMS)]);
   return new Promise((resolve, reject) => {
     c.child.on('exit', () => {
       try {
