@@ -94,12 +94,8 @@ class BlockTable {
       const at = ((addr >>> (16 - skip)) & 0xffff) << 2;
       const inner = slots[at + 1]!;
       if (inner !== SPILLED) {
-        // At most two boundaries inside the slot, as 16-bit offsets (0: none): no row to read.
-        const off = skip === 0 ? addr & 0xffff : 0;
-        const first = inner & 0xffff;
-        if (first === 0 || off < first) return slots[at]! | 0;
-        const second = inner >>> 16;
-        return (second === 0 || off < second ? slots[at + 2]! : slots[at + 3]!) | 0;
+        // At most two boundaries inside the slot: no row to read.
+        return inlineValue(slots, at, inner, skip === 0 ? addr & 0xffff : 0);
       }
       lo = slots[at + 2]!;
       hi = slots[at + 3]!;
@@ -130,11 +126,7 @@ class BlockTable {
       if (inner !== SPILLED) {
         // The 16 bits after the slot's (every boundary inside the slot has only zeros after them).
         const p = skip + 16;
-        const off = p >= 128 ? 0 : (words[p >>> 5]! >>> (16 - (p & 31))) & 0xffff;
-        const first = inner & 0xffff;
-        if (first === 0 || off < first) return slots[at]! | 0;
-        const second = inner >>> 16;
-        return (second === 0 || off < second ? slots[at + 2]! : slots[at + 3]!) | 0;
+        return inlineValue(slots, at, inner, p >= 128 ? 0 : (words[p >>> 5]! >>> (16 - (p & 31))) & 0xffff);
       }
       lo = slots[at + 2]!;
       hi = slots[at + 3]!;
@@ -308,6 +300,17 @@ class BlockTable {
  * its second offset is above its first, so both halves are 0xffff only in this marker.
  */
 const SPILLED = 0xffffffff;
+
+/**
+ * The value an inline slot (at `at`, word 1 `inner`: the 16-bit offsets of up to two boundaries,
+ * 0 for none) gives the address whose 16 bits after the slot's are `off`.
+ */
+function inlineValue(slots: Uint32Array, at: number, inner: number, off: number): number {
+  const first = inner & 0xffff;
+  if (first === 0 || off < first) return slots[at]! | 0;
+  const second = inner >>> 16;
+  return (second === 0 || off < second ? slots[at + 2]! : slots[at + 3]!) | 0;
+}
 
 /** True when the row at `at` starts at or before the address w0..w3 (128-bit comparison, most significant word first). */
 function startsAtOrBefore(rows: Uint32Array, at: number, w0: number, w1: number, w2: number, w3: number): boolean {
