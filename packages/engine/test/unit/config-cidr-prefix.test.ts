@@ -447,6 +447,18 @@ describe('property: the index picks what a linear scan picks', () => {
     small.trim();
     assert.deepEqual(small.firstLevel(), { v4: undefined, v6: undefined });
     assert.equal(small.lookup('10.1.2.3'), 0);
+    // The table (1 MB) comes at 8,192 ranges (4,096 disjoint /32 blocks: 8,193 ranges), at most 16 times the rows' memory.
+    const byCount = (blocks: number): ValueIndex<number> => {
+      const index = new ValueIndex<number>();
+      for (let i = 0; i < blocks; i++) index.addCidr(parseCidr(`10.${(i >> 7) & 255}.${(i & 127) * 2}.1/32`) as never, i);
+      index.trim();
+      return index;
+    };
+    assert.equal(byCount(4000).firstLevel().v4, undefined, '8,001 ranges: searched whole');
+    const big = byCount(4096);
+    assert.equal(big.firstLevel().v4, 0, '8,193 ranges: the first-level table');
+    assert.equal(big.lookup('10.31.254.1'), 4095);
+    assert.equal(big.lookup('10.31.254.2'), undefined);
   });
 
   test('first-level slots: up to two boundaries on a 16-bit step answer from the slot, more (or finer) from the rows', () => {
