@@ -54,7 +54,10 @@ function session() {
     let blockEnds = false;
     const hpack = new HpackDecoder(4096);
     const fields = [];
+    // Calls still in flight when the connection ends (GOAWAY, a close, the 5 s grace) count as failed.
     const done = () => {
+      failed += inflight;
+      inflight = 0;
       stopped = true;
       socket.destroy();
       resolve();
@@ -130,7 +133,8 @@ function session() {
           replies.push(encodeFrame(FrameType.SETTINGS, FrameFlag.ACK, 0));
         } else if (type === FrameType.PING && (flags & FrameFlag.ACK) === 0) {
           replies.push(encodeFrame(FrameType.PING, FrameFlag.ACK, 0, Buffer.from(payload)));
-        } else if (type === FrameType.WINDOW_UPDATE && payload.readUInt32BE(0) !== 0 && buf.readUInt32BE(at - len - 4) === 0) {
+        } else if (type === FrameType.WINDOW_UPDATE && (buf.readUInt32BE(at - len - 4) & 0x7fffffff) === 0) {
+          // The connection's window (stream 0, read from the frame header); a body fits any stream's.
           sendWindow += payload.readUInt32BE(0) & 0x7fffffff;
         } else if (type === FrameType.RST_STREAM) {
           finish(undefined);
@@ -145,11 +149,7 @@ function session() {
     });
     socket.on('error', () => done());
     socket.on('close', () => done());
-    // Calls still in flight 5 s after the end count as failed.
-    setTimeout(() => {
-      failed += inflight;
-      done();
-    }, Number(durationMs) + 5000).unref();
+    setTimeout(done, Number(durationMs) + 5000).unref();
   });
 }
 

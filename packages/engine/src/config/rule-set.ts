@@ -7,9 +7,9 @@ import { StatsStore, type Counter } from '../stats/stats-store.js';
 import { decodeRuleDocument, RuleFileError, type DescriptorSpec, type DomainSpec, type RateLimitSpec } from './rule-file.js';
 import { RuleStatsCache, type RuleStats } from './rule-stats.js';
 import { parseCidr, type Cidr } from './ip-address.js';
-import { DomainNode, emissionMicros, keyTailOf, mayBeStructuredValue, NO_REPLACES, policyParamsOf, RateLimitRule, RuleInterner, RuleNode, structuredChild, type Limit, type LimitMatch } from './rule-tree.js';
+import { DomainNode, emissionMicros, keyTailOf, NO_REPLACES, policyParamsOf, RateLimitRule, RuleInterner, RuleNode, structuredChild, type Limit, type LimitMatch } from './rule-tree.js';
 import { parseUnitName, unitDivider, unitName } from '../units.js';
-import { NOT_AN_ADDRESS, ValueIndex } from './value-index.js';
+import { ValueIndex } from './value-index.js';
 import { compileWildcard, hasWildcard } from './wildcard.js';
 import { DEFAULT_QUOTA_EXTENSIONS } from './cidr-value-matcher.js';
 import type { ValueMatcherExtension } from './quota-matcher.js';
@@ -150,19 +150,9 @@ export class RuleSet {
         // Extension: the longest cidr / prefix rule of this key, before wildcards (docs: precedence).
         const structured = level.structured;
         if (structured !== undefined) {
-          // structuredChild, keeping how the child matched: a composite written exactly is an exact match.
-          const index = structured.byKey.get(e.key);
-          const block = index === undefined ? NOT_AN_ADDRESS : index.lookupAddress(e.value);
-          if (block !== NOT_AN_ADDRESS) {
-            node = block;
-            kind = STRUCTURED;
-          } else {
-            if (mayBeStructuredValue(e.value)) node = structured.byComposite.get((kv ??= e.key + '_' + e.value));
-            if (node === undefined && index !== undefined) {
-              node = index.lookupPrefix(e.value);
-              kind = STRUCTURED;
-            }
-          }
+          node = structuredChild(structured, e.key, e.value, kv);
+          // A child found as its composite written exactly is an exact match; the kind is read only when tracking.
+          kind = track && node !== undefined && node.composite === (kv ??= e.key + '_' + e.value) ? EXACT : STRUCTURED;
         }
         if (node === undefined && level.wildcards.length > 0) {
           kv ??= e.key + '_' + e.value;

@@ -252,7 +252,7 @@ export interface StructuredChildren {
  * the value are joined by the last `_` before that tail (a block or a `*` has none after it), a
  * value that could complete such a composite has the `/` or ends in the `*` itself.
  */
-export function mayBeStructuredValue(value: string): boolean {
+function mayBeStructuredValue(value: string): boolean {
   return value.charCodeAt(value.length - 1) === 42 || value.indexOf('/') >= 0;
 }
 
